@@ -1,0 +1,52 @@
+"""Running dask graphs: one place that decides threads, BLAS and the scheduler.
+
+BLAS threads and dask threads multiply: two dask threads each running a
+two-thread OpenBLAS call oversubscribe a 2-core machine and are slower than
+either alone. On the threaded scheduler we therefore cap BLAS at one thread per
+dask thread for the duration of a compute. ``distributed`` workers already set
+``OMP_NUM_THREADS=1`` and friends in their environment, so nothing is needed
+there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import dask
+from threadpoolctl import threadpool_limits
+
+
+def _distributed_client():
+    """The default ``distributed.Client`` if one is active, else ``None``."""
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def _uses_local_threads() -> bool:
+    scheduler = dask.config.get("scheduler", None)
+    if scheduler in ("threads", "threading", None):
+        return _distributed_client() is None
+    return False
+
+
+@contextlib.contextmanager
+def blas_limited():
+    """Cap BLAS at one thread while the threaded scheduler runs our graphs."""
+    if _uses_local_threads():
+        with threadpool_limits(limits=1, user_api="blas"):
+            yield
+    else:
+        yield
+
+
+def compute(*collections: Any, **kwargs: Any) -> tuple:
+    """``dask.compute`` with BLAS threads capped on the threaded scheduler."""
+    with blas_limited():
+        return dask.compute(*collections, **kwargs)

@@ -1,0 +1,353 @@
+"""Data layer: turn anything array-like into a validated, row-chunked dask array,
+and write dask arrays to zarr stores atomically.
+
+Every estimator calls :func:`as_array` at its boundary, so the rules for input
+live here and only here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from ._version import __version__
+
+#: Target size of one dask chunk. Large enough that per-task overhead (about
+#: 1 ms) is noise beside the BLAS work, small enough that a few chunks per
+#: worker thread fit comfortably in memory.
+DEFAULT_CHUNK_BYTES = 128 * 2**20
+
+#: Rows narrower than this many bytes keep all their columns in one chunk.
+#: Wider data (p > 65536 float64) keeps column chunks; the randomized solver
+#: and random projection work on both axes.
+MAX_FULL_ROW_BYTES = 512 * 2**10
+
+
+def _float_dtype(dtype: np.dtype, name: str) -> np.dtype:
+    """The floating dtype bigdr computes in for input of ``dtype``."""
+    if dtype.kind == "f":
+        # float16 has too little precision for sums over millions of rows.
+        return np.dtype(np.float32) if dtype.itemsize <= 4 else np.dtype(np.float64)
+    if dtype.kind in "iub":
+        return np.dtype(np.float64)
+    if dtype.kind == "c":
+        raise TypeError(
+            f"{name} has complex dtype {dtype}; bigdr works on real data. "
+            f"Pass the real and imaginary parts as separate columns."
+        )
+    raise TypeError(
+        f"{name} has non-numeric dtype {dtype}; convert it to a numeric array "
+        f"(for example with .astype('float64')) first."
+    )
+
+
+def _check_block_finite(block: np.ndarray) -> np.ndarray:
+    # A sum is NaN/Inf when any entry is; only then (or on overflow of huge
+    # finite values) pay for the element-wise test.
+    if not np.isfinite(block.sum()):
+        bad = ~np.isfinite(block)
+        if bad.any():
+            row, col = np.argwhere(bad)[0]
+            raise ValueError(
+                f"Input contains NaN or infinity (first in this chunk at local row "
+                f"{row}, column {col}). Remove or impute non-finite values before "
+                f"fitting, for example with numpy.nan_to_num or a dask-ml imputer."
+            )
+    return block
+
+
+def _row_chunks(n: int, row_bytes: int, chunk_bytes: int, base: int | None) -> tuple[int, ...]:
+    rows = max(1, chunk_bytes // max(row_bytes, 1))
+    if base:
+        # Align with the storage chunks so no stored chunk is read twice.
+        rows = max(base, (rows // base) * base)
+    rows = min(rows, n)
+    full, rest = divmod(n, rows)
+    return (rows,) * full + ((rest,) if rest else ())
+
+
+def _open_path(path: str, *, dataset: str | None, storage_options: dict | None) -> Any:
+    lower = path.lower().rstrip("/")
+    if lower.endswith(".npy"):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No such .npy file: {path!r}")
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    if lower.endswith((".h5", ".hdf5", ".hdf")) or ".h5:" in lower or ".hdf5:" in lower:
+        import h5py
+
+        if dataset is None and ":" in path.split("://")[-1]:
+            path, dataset = path.rsplit(":", 1)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No such HDF5 file: {path!r}")
+        f = h5py.File(path, "r")
+        if dataset is None:
+            names = [k for k in f if isinstance(f[k], h5py.Dataset)]
+            if len(names) != 1:
+                raise ValueError(
+                    f"HDF5 file {path!r} holds datasets {names}; name the one to use "
+                    f"as 'file.h5:/name' or with dataset='name'."
+                )
+            dataset = names[0]
+        return f[dataset]
+    return open_zarr(path, dataset=dataset, storage_options=storage_options)
+
+
+def open_zarr(path: str, *, dataset: str | None = None, storage_options: dict | None = None):
+    """Open a zarr array (format 2 or 3) at a local path or fsspec URL.
+
+    A group is accepted when it holds an array named ``X`` (the layout bigdr's
+    generators write) or exactly one array, or when ``dataset`` names one.
+    """
+    import zarr
+
+    is_url = "://" in path
+    if not is_url and not os.path.exists(path):
+        raise FileNotFoundError(f"No such zarr store: {path!r}")
+    try:
+        node = zarr.open(path, mode="r", storage_options=storage_options)
+    except Exception as exc:  # zarr raises several types for "not a store"
+        raise ValueError(f"{path!r} is not a readable zarr store: {exc}") from exc
+    if isinstance(node, zarr.Array):
+        return node
+    names = sorted(node.array_keys())
+    if dataset is None:
+        if "X" in names:
+            dataset = "X"
+        elif len(names) == 1:
+            dataset = names[0]
+        else:
+            raise ValueError(
+                f"zarr group {path!r} holds arrays {names}; name the one to use "
+                f"with dataset='name' (command line: --dataset name)."
+            )
+    if dataset not in names:
+        raise ValueError(f"zarr group {path!r} has no array {dataset!r}; it holds {names}.")
+    return node[dataset]
+
+
+def as_array(
+    X: Any,
+    *,
+    name: str = "X",
+    dataset: str | None = None,
+    storage_options: dict | None = None,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    min_rows: int = 2,
+    check_finite: bool = True,
+) -> da.Array:
+    """Turn array-like input into a validated dask array chunked by rows.
+
+    Parameters
+    ----------
+    X : numpy array, dask array, zarr array, h5py dataset or str/Path
+        A path may name a zarr store (format 2 or 3, local or fsspec URL), a
+        ``.npy`` file (memory-mapped) or an HDF5 file (``file.h5:/dataset``).
+    name : str
+        Name used in error messages.
+    dataset : str, optional
+        Array inside a zarr group or HDF5 file.
+    storage_options : dict, optional
+        Passed to fsspec for remote zarr stores.
+    chunk_bytes : int
+        Target bytes per chunk (default 128 MiB). Row chunks are aligned with
+        storage chunks. Rows narrower than 512 KiB keep all columns in one
+        chunk (column-chunked input is rechunked); wider rows keep their
+        column chunks.
+    min_rows : int
+        Fewest rows accepted.
+    check_finite : bool
+        Check for NaN/Inf lazily, inside the first pass over the data (no extra
+        pass): the error is raised when the result is computed.
+
+    Returns
+    -------
+    dask.array.Array
+        Two-dimensional, floating (integers become float64, float32 stays
+        float32), chunked by rows.
+    """
+    base = None
+    if isinstance(X, (str, Path)):
+        X = _open_path(str(X), dataset=dataset, storage_options=storage_options)
+    try:
+        import zarr
+
+        is_zarr = isinstance(X, zarr.Array)
+    except ImportError:  # pragma: no cover
+        is_zarr = False
+    if isinstance(X, da.Array):
+        arr = X
+        base = None
+    elif is_zarr:
+        base = X.chunks[0] if X.ndim >= 1 else None
+        arr = da.from_zarr(X, chunks=X.chunks)
+    elif hasattr(X, "shape") and hasattr(X, "dtype") and not isinstance(X, np.ndarray) and type(X).__module__.startswith("h5py"):
+        base = X.chunks[0] if X.chunks else None
+        arr = da.from_array(X, chunks=X.chunks or "auto", lock=True)
+    else:
+        if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
+            raise TypeError(
+                f"{name} is a scipy.sparse matrix; this method needs dense input. "
+                f"Densify row blocks (dask.array.map_blocks(lambda b: b.toarray())) first."
+            )
+        if not isinstance(X, np.ndarray):
+            try:
+                X = np.asarray(X)
+            except Exception as exc:
+                raise TypeError(f"{name} could not be read as an array: {exc}") from exc
+        arr = da.from_array(X, chunks=X.shape or 1)
+
+    if arr.ndim != 2:
+        hint = " Reshape a single feature with X.reshape(-1, 1) or a single sample with X.reshape(1, -1)." if arr.ndim == 1 else ""
+        raise ValueError(f"{name} must be 2-D (samples x features); got {arr.ndim}-D with shape {arr.shape}.{hint}")
+    n, p = arr.shape
+    if any(np.isnan(s) for s in arr.shape):
+        raise ValueError(f"{name} has unknown chunk sizes; call X.compute_chunk_sizes() first.")
+    if p < 1:
+        raise ValueError(f"{name} has 0 columns (shape {arr.shape}); at least one feature is needed.")
+    if n < min_rows:
+        raise ValueError(f"{name} has {n} row(s) (shape {arr.shape}); at least {min_rows} are needed.")
+    dtype = _float_dtype(arr.dtype, name)
+    if arr.dtype != dtype:
+        arr = arr.astype(dtype)
+
+    row_bytes = p * dtype.itemsize
+    if row_bytes <= MAX_FULL_ROW_BYTES:
+        col_chunks: Any = (p,)
+    else:
+        col_chunks = arr.chunks[1]
+        row_bytes = max(col_chunks) * dtype.itemsize
+    if base is None and len(arr.chunks[0]) > 1 and arr.chunks[1] == (p,):
+        # A dask array already chunked sensibly by rows is kept as it is.
+        sizes = np.asarray(arr.chunks[0]) * row_bytes
+        if sizes.max() <= 4 * chunk_bytes and np.median(sizes) >= chunk_bytes / 16:
+            row_chunks = arr.chunks[0]
+        else:
+            row_chunks = _row_chunks(n, row_bytes, chunk_bytes, None)
+    else:
+        row_chunks = _row_chunks(n, row_bytes, chunk_bytes, base)
+    if (row_chunks, tuple(col_chunks)) != arr.chunks:
+        arr = arr.rechunk((row_chunks, col_chunks))
+    if check_finite:
+        arr = arr.map_blocks(_check_block_finite, dtype=arr.dtype, name="bigdr-check-finite")
+    return arr
+
+
+def _json_safe(obj: Any) -> Any:
+    return json.loads(json.dumps(obj, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
+
+
+def _temporary_sibling(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:12]}")
+
+
+def _publish(tmp: Path, final: Path, overwrite: bool) -> None:
+    """Move a complete store from ``tmp`` to ``final`` by renames only."""
+    if final.exists():
+        if not overwrite:
+            raise FileExistsError(f"{final} already exists; pass overwrite=True (command line: --overwrite) to replace it.")
+        trash = _temporary_sibling(final)
+        os.rename(final, trash)
+        os.rename(tmp, final)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        os.rename(tmp, final)
+
+
+def check_writable(path: str | os.PathLike, overwrite: bool = False) -> Path:
+    """Fail early, before any work, if ``path`` cannot be written."""
+    if "://" in str(path):
+        raise ValueError(
+            f"Writing to URLs ({path!r}) is not supported: atomic publication needs a "
+            f"local or mounted file system. Write locally and copy the finished store."
+        )
+    final = Path(path)
+    if final.exists() and not overwrite:
+        raise FileExistsError(f"{final} already exists; pass overwrite=True (command line: --overwrite) to replace it.")
+    if not final.parent.exists():
+        raise FileNotFoundError(f"Directory {final.parent} does not exist; create it first.")
+    return final
+
+
+def write_zarr(
+    arrays: da.Array | np.ndarray | dict[str, da.Array | np.ndarray],
+    path: str | os.PathLike,
+    *,
+    attrs: dict | None = None,
+    overwrite: bool = False,
+    chunk_rows: int | None = None,
+) -> Path:
+    """Write one array, or a group of named arrays, to a zarr (v3) store atomically.
+
+    The store is written under a hidden temporary name beside ``path`` and
+    renamed into place only when every chunk is written, so a reader never
+    sees a half-written store under ``path`` and a failed run leaves nothing
+    there (the temporary directory is removed).
+
+    Parameters
+    ----------
+    arrays : array or dict of name -> array
+        A single array makes an array store; a dict makes a group (the first
+        entry is the main array; :func:`as_array` reads ``"X"`` by default).
+    path : str or Path
+        Local destination directory.
+    attrs : dict, optional
+        JSON-serialisable attributes; ``bigdr_version`` is added. For a group
+        they go on the group and on every array.
+    overwrite : bool
+        Replace an existing store (also atomically).
+    chunk_rows : int, optional
+        Rows per stored chunk; default: the dask chunking.
+
+    Returns
+    -------
+    pathlib.Path
+        The final path.
+    """
+    import zarr
+
+    from ._compute import compute as _compute
+
+    final = check_writable(path, overwrite)
+    attrs = _json_safe({**(attrs or {}), "bigdr_version": __version__})
+    tmp = _temporary_sibling(final)
+    single = not isinstance(arrays, dict)
+    items = {"": arrays} if single else dict(arrays)
+    try:
+        sources, targets = [], []
+        root = None if single else zarr.open_group(str(tmp), mode="w", attributes=attrs)
+        for key, arr in items.items():
+            arr = arr if isinstance(arr, da.Array) else da.from_array(np.asarray(arr))
+            if chunk_rows is not None and arr.ndim >= 1:
+                arr = arr.rechunk({0: min(chunk_rows, max(arr.shape[0], 1))})
+            # zarr chunks must be regular: use the first dask chunk along each axis.
+            chunks = tuple(max(c[0], 1) for c in arr.chunks) if arr.ndim else ()
+            if arr.ndim and any(len(set(c[:-1])) > 1 or (len(c) > 1 and c[-1] > c[0]) for c in arr.chunks):
+                arr = arr.rechunk(chunks)
+            if single:
+                target = zarr.create_array(str(tmp), shape=arr.shape, chunks=chunks, dtype=arr.dtype, attributes=attrs)
+            else:
+                target = root.create_array(key, shape=arr.shape, chunks=chunks, dtype=arr.dtype, attributes=attrs)
+            sources.append(arr)
+            targets.append(target)
+        stored = da.store(sources, targets, lock=False, compute=False)
+        _compute(stored)
+        _publish(tmp, final, overwrite)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def read_attrs(path: str | os.PathLike) -> dict:
+    """Attributes of a zarr array or group (for ``bigdr info``)."""
+    import zarr
+
+    node = zarr.open(str(path), mode="r")
+    return dict(node.attrs)

@@ -1,0 +1,310 @@
+"""Principal component analysis for data larger than memory (notes 000, 001, 003, 004).
+
+PCA finds orthonormal directions ``v_1, ..., v_k`` maximising the variance of
+the projected centred data; they are the top eigenvectors of the sample
+covariance ``C = Xc^T Xc / (n - 1)`` (equivalently the right singular vectors
+of ``Xc``), and the embedding is ``(X - mean) V^T``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from ._compute import compute
+from .base import BaseEstimator, wants_numpy
+from .io import as_array
+from .linalg import (
+    components_from_samples,
+    flip_signs,
+    randomized_scatter_eig,
+    samples_gram_eig,
+    spectrum_from_moments,
+    spectrum_from_qr,
+)
+from .spectrum import n_components_for_fraction, n_components_mp
+from .stats import Moments, QRState, merge_moments, merge_qr, moments_block, qr_block, tree_reduce
+
+SOLVERS = ("auto", "covariance", "tsqr", "samples", "randomized")
+
+#: ``auto`` uses the one-pass covariance merge while the p x p state is at
+#: most 128 MiB (float64).
+MAX_COVARIANCE_FEATURES = 4096
+#: ``auto`` uses the n x n Gram route when n < p and the n x n matrix is at
+#: most about 3 GiB.
+MAX_SAMPLES_GRAM = 20_000
+
+
+def _moments_of(block: np.ndarray) -> Moments:
+    return moments_block(block)
+
+
+def _column_moments_of(block: np.ndarray) -> Moments:
+    return moments_block(block, diagonal=True)
+
+
+_MERGEABLE = {
+    "covariance": (_moments_of, merge_moments, spectrum_from_moments),
+    "tsqr": (qr_block, merge_qr, spectrum_from_qr),
+}
+
+
+class PCA(BaseEstimator):
+    """Principal component analysis, exact in one pass over data of any length.
+
+    Parameters
+    ----------
+    n_components : int, float, "mp" or None
+        int: keep that many components. float in (0, 1): keep the fewest
+        components whose cumulative explained-variance ratio exceeds it (the
+        rule of scikit-learn; notes 003). ``"mp"``: keep the components whose
+        variance lies above the Marchenko–Pastur bulk edge, with the noise
+        level estimated from the median eigenvalue (notes 000, Theorems 4.1
+        and 4.2; assumptions in :func:`bigdr.spectrum.n_components_mp`).
+        None: ``min(n_samples, n_features)``.
+    svd_solver : {"auto", "covariance", "tsqr", "samples", "randomized"}
+        ``"covariance"``: one pass; each row block contributes its mean and
+        centred scatter, merged by Chan's update; eigh of the p x p result.
+        Fastest; loses relative accuracy on components whose variance is
+        below about ``1e-12`` of the largest (float64).
+        ``"tsqr"``: one pass; R factors of the centred blocks stacked with a
+        mean-correction row (condition number not squared): keeps small
+        components down to about ``1e-15`` relative singular value, about 5x
+        slower.
+        ``"samples"``: the n x n Gram route for n < p (three passes).
+        ``"randomized"``: randomized subspace iteration with implicit
+        centring for wide data (``n_iter + 2`` passes; int ``n_components``).
+        ``"auto"``: ``samples`` if n < p and n <= 20000, else ``covariance`` if
+        p <= 4096, else ``randomized``.
+    whiten : bool
+        Scale the embedding to unit variance per component.
+    n_oversamples, n_iter : int
+        Extra random directions and power iterations of the randomized solver.
+    random_state : int, numpy Generator or None
+        Seed of the randomized solver's test matrix.
+
+    Attributes
+    ----------
+    components_ : (n_components_, n_features) principal axes; the entry of
+        largest magnitude of each is positive.
+    explained_variance_, explained_variance_ratio_, singular_values_,
+    mean_, n_components_, n_samples_seen_, n_features_in_, noise_variance_ :
+        as in scikit-learn. ``noise_variance_`` is the mean of the discarded
+        eigenvalues. With ``n_components="mp"``, ``mp_noise_variance_`` and
+        ``mp_edge_`` hold the estimated sigma^2 and the bulk edge.
+    svd_solver_ : the solver used.
+
+    Notes
+    -----
+    numpy input gives numpy output; dask, zarr or path input gives lazy dask
+    output. float32 input keeps float32 attributes and output; statistics are
+    accumulated in float64.
+    """
+
+    _persist_private = ("_state_kind", "_state_mean", "_state_matrix")
+
+    def __init__(
+        self,
+        n_components: int | float | str | None = None,
+        *,
+        svd_solver: str = "auto",
+        whiten: bool = False,
+        n_oversamples: int = 10,
+        n_iter: int = 4,
+        random_state: int | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.svd_solver = svd_solver
+        self.whiten = whiten
+        self.n_oversamples = n_oversamples
+        self.n_iter = n_iter
+        self.random_state = random_state
+
+    # -- validation ---------------------------------------------------------
+    def _check_params(self) -> None:
+        k = self.n_components
+        if self.svd_solver not in SOLVERS:
+            raise ValueError(f"svd_solver must be one of {SOLVERS}; got {self.svd_solver!r}.")
+        if isinstance(k, str):
+            if k != "mp":
+                raise ValueError(f"n_components as a string must be 'mp'; got {k!r}.")
+        elif isinstance(k, bool) or not (k is None or isinstance(k, numbers.Real)):
+            raise TypeError(f"n_components must be an int, a float in (0, 1), 'mp' or None; got {type(k).__name__}.")
+        elif isinstance(k, numbers.Integral):
+            if k < 1:
+                raise ValueError(f"n_components={k} must be at least 1.")
+        elif k is not None and not 0 < k < 1:
+            raise ValueError(f"n_components={k} as a fraction of explained variance must lie strictly between 0 and 1.")
+        for name in ("n_oversamples", "n_iter"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+                raise ValueError(f"{name} must be a non-negative int; got {v!r}.")
+        if not isinstance(self.whiten, (bool, np.bool_)):
+            raise TypeError(f"whiten must be True or False; got {self.whiten!r}.")
+
+    def _choose_solver(self, n: int, p: int) -> str:
+        if self.svd_solver != "auto":
+            return self.svd_solver
+        if n < p and n <= MAX_SAMPLES_GRAM:
+            return "samples"
+        if p <= MAX_COVARIANCE_FEATURES:
+            return "covariance"
+        return "randomized"
+
+    # -- fitting ------------------------------------------------------------
+    def fit(self, X: Any, y: Any = None) -> "PCA":
+        """Fit the model to ``X`` (numpy, dask, zarr, h5py or a path)."""
+        self._check_params()
+        Xd = as_array(X)
+        n, p = Xd.shape
+        if isinstance(self.n_components, numbers.Integral) and self.n_components > min(n, p):
+            raise ValueError(
+                f"n_components={self.n_components} must be at most min(n_samples, n_features) = {min(n, p)} "
+                f"for X of shape {Xd.shape}."
+            )
+        solver = self._choose_solver(n, p)
+        self.svd_solver_ = solver
+        for attr in self._persist_private:
+            self.__dict__.pop(attr, None)
+        if solver in _MERGEABLE:
+            block_fn, merge, _ = _MERGEABLE[solver]
+            (state,) = compute(tree_reduce(Xd, block_fn, merge))
+            self._store_state(solver, state, Xd.dtype)
+        elif solver == "samples":
+            (col,) = compute(tree_reduce(Xd, _column_moments_of, merge_moments))
+            evals, U = samples_gram_eig(Xd, col.mean)
+            m = min(n, p)
+            k = self._select_k(evals[:m] / (n - 1), col.scatter.sum() / (n - 1), n, p)
+            V = components_from_samples(Xd, col.mean, U[:, :k])
+            self._set_fitted(evals[:m], V, col.n, col.mean, col.scatter.sum(), Xd.dtype, k)
+        else:
+            self._fit_randomized(Xd)
+        return self
+
+    def _fit_randomized(self, Xd: da.Array) -> None:
+        n, p = Xd.shape
+        k = self.n_components
+        if not isinstance(k, numbers.Integral):
+            raise ValueError(
+                f"svd_solver='randomized' needs an int n_components (got {k!r}): it computes only the "
+                f"leading components, so the full spectrum that a fraction or 'mp' needs is not available. "
+                f"Use svd_solver='covariance' (p <= ~20000) or give an int."
+            )
+        (col,) = compute(tree_reduce(Xd, _column_moments_of, merge_moments))
+        evals, V = randomized_scatter_eig(Xd, col.mean, k, self.n_oversamples, self.n_iter, self.random_state)
+        self._set_fitted(evals, V, n, col.mean, col.scatter.sum(), Xd.dtype, k)
+
+    def partial_fit(self, X: Any, y: Any = None) -> "PCA":
+        """Merge the batch ``X`` into the model (covariance or tsqr state; exact)."""
+        self._check_params()
+        Xd = as_array(X, min_rows=1)
+        solver = "covariance" if self.svd_solver == "auto" else self.svd_solver
+        if solver not in _MERGEABLE:
+            raise ValueError(
+                f"partial_fit needs a mergeable solver ('covariance' or 'tsqr'); svd_solver={self.svd_solver!r}."
+            )
+        block_fn, merge, _ = _MERGEABLE[solver]
+        (state,) = compute(tree_reduce(Xd, block_fn, merge))
+        if hasattr(self, "n_samples_seen_"):
+            if getattr(self, "_state_kind", None) != solver:
+                raise ValueError(
+                    f"This PCA was fitted with svd_solver={getattr(self, 'svd_solver_', None)!r}, whose state "
+                    f"cannot be merged; refit with svd_solver='covariance' or 'tsqr' to use partial_fit."
+                )
+            if Xd.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has {Xd.shape[1]} features, but this PCA was fitted with {self.n_features_in_}.")
+            state = merge(self._current_state(), state)
+        self.svd_solver_ = solver
+        self._store_state(solver, state, Xd.dtype)
+        return self
+
+    def _current_state(self) -> Moments | QRState:
+        cls = Moments if self._state_kind == "covariance" else QRState
+        return cls(self.n_samples_seen_, self._state_mean, self._state_matrix)
+
+    def _store_state(self, kind: str, state: Moments | QRState, dtype: np.dtype) -> None:
+        self._state_kind = kind
+        self._state_mean = state.mean
+        self._state_matrix = state[2]
+        evals, V = _MERGEABLE[kind][2](state)
+        n, p = state.n, state.mean.shape[0]
+        if n < 2:
+            raise ValueError(f"PCA needs at least 2 samples in total; got {n}.")
+        m = min(n, p)
+        evals = evals[:m]
+        k = self._select_k(evals / (n - 1), evals.sum() / (n - 1), n, p)
+        self._set_fitted(evals, V[:k], n, state.mean, evals.sum(), dtype, k)
+
+    def _select_k(self, variances: np.ndarray, total: float, n: int, p: int) -> int:
+        k = self.n_components
+        m = min(n, p)
+        if k is None:
+            return m
+        if k == "mp":
+            k_mp, sigma2, edge = n_components_mp(variances * (n - 1) / n, n, p)
+            self.mp_noise_variance_ = sigma2 * n / (n - 1)
+            self.mp_edge_ = edge * n / (n - 1)
+            return max(k_mp, 1)
+        if isinstance(k, numbers.Integral):
+            if k > m:
+                raise ValueError(f"n_components={k} must be at most min(n_samples, n_features) = {m}.")
+            return int(k)
+        ratio = variances / total if total > 0 else np.zeros_like(variances)
+        return n_components_for_fraction(ratio, float(k))
+
+    def _set_fitted(self, evals, V, n, mean, total_scatter, dtype, k) -> None:
+        """Fitted attributes from scatter eigenvalues (descending) and >= k component rows."""
+        variances = evals / (n - 1)
+        total = total_scatter / (n - 1)
+        p = mean.shape[0]
+        m = min(n, p)
+        self.n_components_ = int(k)
+        self.n_samples_seen_ = int(n)
+        self.n_features_in_ = int(p)
+        self.mean_ = mean.astype(dtype)
+        self.components_ = flip_signs(np.asarray(V[:k], dtype=np.float64)).astype(dtype)
+        self.explained_variance_ = variances[:k].astype(dtype)
+        self.explained_variance_ratio_ = (variances[:k] / total if total > 0 else np.zeros(k)).astype(dtype)
+        self.singular_values_ = np.sqrt(evals[:k]).astype(dtype)
+        if k < m:
+            if variances.shape[0] >= m:
+                noise = variances[k:m].mean()
+            else:  # randomized: only the leading eigenvalues are known
+                noise = (total - variances[:k].sum()) / (m - k)
+        else:
+            noise = 0.0
+        self.noise_variance_ = float(max(noise, 0.0))
+
+    # -- using the model ------------------------------------------------------
+    def _check_input(self, X: Any, name: str, width: int) -> da.Array:
+        Xd = as_array(X, name=name, min_rows=1)
+        if Xd.shape[1] != width:
+            raise ValueError(f"{name} has {Xd.shape[1]} columns, but this PCA expects {width}.")
+        return Xd
+
+    def transform(self, X: Any) -> np.ndarray | da.Array:
+        """Project ``X`` on the components: ``(X - mean_) components_^T`` (whitened if asked)."""
+        self._check_fitted("components_")
+        Xd = self._check_input(X, "X", self.n_features_in_)
+        dtype = Xd.dtype
+        Y = (Xd - self.mean_.astype(dtype)) @ self.components_.T.astype(dtype)
+        if self.whiten:
+            Y = Y / np.sqrt(self.explained_variance_).astype(dtype)
+        return compute(Y)[0] if wants_numpy(X) else Y
+
+    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | da.Array:
+        """Fit, then project ``X`` (a second, blockwise pass for dask input)."""
+        return self.fit(X).transform(X)
+
+    def inverse_transform(self, Y: Any) -> np.ndarray | da.Array:
+        """Map embeddings back to feature space: ``Y components_ + mean_``."""
+        self._check_fitted("components_")
+        Yd = self._check_input(Y, "Y", self.n_components_)
+        dtype = Yd.dtype
+        if self.whiten:
+            Yd = Yd * np.sqrt(self.explained_variance_).astype(dtype)
+        X = Yd @ self.components_.astype(dtype) + self.mean_.astype(dtype)
+        return compute(X)[0] if wants_numpy(Y) else X

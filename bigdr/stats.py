@@ -1,0 +1,137 @@
+"""Mergeable one-pass statistics: ``block -> state``, ``merge(state, state)``.
+
+One set of functions serves the out-of-core fit (a dask tree reduction over
+row blocks), the distributed fit (the same graph on a cluster), ``partial_fit``
+(merge a new batch into the model's state) and the property tests (any split,
+any merge order, same answer).
+
+Two states carry the second moment of the centred data:
+
+``Moments``  (n, mean, scatter)
+    ``scatter = sum_i (x_i - mean)(x_i - mean)^T`` (p x p), or only its
+    diagonal when ``diagonal=True``. Merged with the pairwise update of Chan,
+    Golub & LeVeque (1979)::
+
+        delta   = mean_b - mean_a
+        mean    = mean_a + delta * n_b / n
+        scatter = scatter_a + scatter_b + (n_a n_b / n) delta delta^T
+
+    Each block is centred on its own mean before its Gram matrix is formed, so
+    no ``E[x^2] - E[x]^2`` cancellation happens anywhere.
+
+``QRState``  (n, mean, R)
+    ``R`` is the triangular factor of the centred block (``R^T R`` equals the
+    scatter). Merged by stacking ``[R_a; R_b; sqrt(n_a n_b / n) delta^T]`` and
+    re-factorising (the mean-correction row is the square root of Chan's
+    term). The singular values of the data come from ``R`` directly, so the
+    condition number is not squared: slower per row, but small components
+    survive (see ``docs/pca.md``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable, NamedTuple, Sequence
+
+import dask
+import dask.array as da
+import numpy as np
+import scipy.linalg
+
+
+class Moments(NamedTuple):
+    n: int
+    mean: np.ndarray  # (p,) float64
+    scatter: np.ndarray  # (p, p) or (p,) float64
+
+
+class QRState(NamedTuple):
+    n: int
+    mean: np.ndarray  # (p,) float64
+    R: np.ndarray  # (r, p) float64, r <= p, upper triangular
+
+
+def moments_block(block: np.ndarray, diagonal: bool = False) -> Moments:
+    """Moments of one row block (centred on the block's own mean)."""
+    n = block.shape[0]
+    mean = block.mean(axis=0, dtype=np.float64)
+    # Centre in the block's dtype: float32 blocks keep float32 BLAS speed; the
+    # Gram is accumulated into float64 across blocks.
+    centred = block - mean.astype(block.dtype, copy=False)
+    if diagonal:
+        scatter = np.einsum("ij,ij->j", centred, centred, dtype=np.float64)
+    else:
+        scatter = (centred.T @ centred).astype(np.float64, copy=False)
+    return Moments(n, mean, scatter)
+
+
+def merge_moments(a: Moments, b: Moments) -> Moments:
+    """Chan et al. pairwise merge; exact in exact arithmetic, stable in floating point."""
+    if a.n == 0:
+        return b
+    if b.n == 0:
+        return a
+    n = a.n + b.n
+    delta = b.mean - a.mean
+    mean = a.mean + delta * (b.n / n)
+    w = a.n * b.n / n
+    corr = w * delta * delta if a.scatter.ndim == 1 else w * np.outer(delta, delta)
+    return Moments(n, mean, a.scatter + b.scatter + corr)
+
+
+def _r_factor(A: np.ndarray) -> np.ndarray:
+    return scipy.linalg.qr(A, mode="r", overwrite_a=True, check_finite=False)[0][: min(A.shape)]
+
+
+def qr_block(block: np.ndarray) -> QRState:
+    """R factor of one centred row block (computed in float64)."""
+    mean = block.mean(axis=0, dtype=np.float64)
+    centred = np.asarray(block, dtype=np.float64) - mean
+    return QRState(block.shape[0], mean, _r_factor(centred))
+
+
+def merge_qr(a: QRState, b: QRState) -> QRState:
+    """Stack R factors with a mean-correction row and re-factorise."""
+    if a.n == 0:
+        return b
+    if b.n == 0:
+        return a
+    n = a.n + b.n
+    delta = b.mean - a.mean
+    mean = a.mean + delta * (b.n / n)
+    stacked = np.vstack([a.R, b.R, np.sqrt(a.n * b.n / n) * delta[None, :]])
+    return QRState(n, mean, _r_factor(stacked))
+
+
+def merge_all(states: Sequence, merge: Callable):
+    """Merge a list of states pairwise (a balanced tree, for accuracy)."""
+    states = list(states)
+    while len(states) > 1:
+        states = [merge(*states[i : i + 2]) if i + 1 < len(states) else states[i] for i in range(0, len(states), 2)]
+    return states[0]
+
+
+def _merge_args(merge: Callable, *states):
+    return merge_all(states, merge)
+
+
+def tree_reduce(
+    X: da.Array,
+    block_fn: Callable[[np.ndarray], object],
+    merge: Callable,
+    split_every: int = 8,
+):
+    """A dask ``Delayed`` that maps ``block_fn`` over row blocks and merges.
+
+    ``X`` must have a single column chunk. The merge tree has fan-in
+    ``split_every``, so no task holds more than that many states.
+    """
+    if len(X.chunks[1]) != 1:
+        X = X.rechunk({1: -1})
+    blocks = X.to_delayed().ravel()
+    fn = dask.delayed(block_fn, pure=True)
+    level = [fn(b) for b in blocks]
+    combine = dask.delayed(functools.partial(_merge_args, merge), pure=True)
+    while len(level) > 1:
+        level = [combine(*level[i : i + split_every]) for i in range(0, len(level), split_every)]
+    return level[0]
