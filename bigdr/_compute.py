@@ -11,6 +11,7 @@ there.
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any
 
 import dask
@@ -49,4 +50,35 @@ def blas_limited():
 def compute(*collections: Any, **kwargs: Any) -> tuple:
     """``dask.compute`` with BLAS threads capped on the threaded scheduler."""
     with blas_limited():
+        if _progress:
+            return _compute_with_progress(collections, kwargs)
+        return dask.compute(*collections, **kwargs)
+
+
+_progress = False
+
+
+@contextlib.contextmanager
+def progress(enabled: bool = True):
+    """Show a progress bar for every compute inside the block (threads or distributed)."""
+    global _progress
+    previous, _progress = _progress, enabled
+    try:
+        yield
+    finally:
+        _progress = previous
+
+
+def _compute_with_progress(collections, kwargs):
+    client = _distributed_client()
+    if client is not None:
+        from distributed import progress as distributed_progress
+
+        futures = client.compute(list(collections), **kwargs)
+        distributed_progress(futures)
+        print(file=sys.stderr)
+        return tuple(client.gather(futures))
+    from dask.diagnostics import ProgressBar
+
+    with ProgressBar(minimum=1.0, out=sys.stderr):
         return dask.compute(*collections, **kwargs)

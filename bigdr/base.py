@@ -47,11 +47,11 @@ class BaseEstimator:
         if not hasattr(self, attribute):
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet; call fit (or partial_fit) first.")
 
-    def save(self, path: str) -> None:
+    def save(self, path: str, overwrite: bool = False) -> None:
         """Save the fitted model: arrays in a zarr group, parameters in JSON (no pickle)."""
         from .persist import save
 
-        save(self, path)
+        save(self, path, overwrite=overwrite)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -235,7 +235,7 @@ def as_array(
     if (row_chunks, tuple(col_chunks)) != arr.chunks:
         arr = arr.rechunk((row_chunks, col_chunks))
     if check_finite:
-        arr = arr.map_blocks(_check_block_finite, dtype=arr.dtype, name="bigdr-check-finite")
+        arr = arr.map_blocks(_check_block_finite, dtype=arr.dtype, name=f"bigdr-check-finite-{arr.name}")
     return arr
 
 

@@ -95,6 +95,8 @@ class PCA(BaseEstimator):
         as in scikit-learn. ``noise_variance_`` is the mean of the discarded
         eigenvalues. With ``n_components="mp"``, ``mp_noise_variance_`` and
         ``mp_edge_`` hold the estimated sigma^2 and the bulk edge.
+    spectrum_ : variances of all ``min(n, p)`` components (only the leading
+        ones for the randomized solver), for scree plots.
     svd_solver_ : the solver used.
 
     Notes
@@ -269,6 +271,7 @@ class PCA(BaseEstimator):
         self.explained_variance_ = variances[:k].astype(dtype)
         self.explained_variance_ratio_ = (variances[:k] / total if total > 0 else np.zeros(k)).astype(dtype)
         self.singular_values_ = np.sqrt(evals[:k]).astype(dtype)
+        self.spectrum_ = variances[:m].astype(dtype)
         if k < m:
             if variances.shape[0] >= m:
                 noise = variances[k:m].mean()

@@ -1,0 +1,284 @@
+"""The ``bigdr`` command line.
+
+Every command takes ``--scheduler`` (default ``$BIGDR_SCHEDULER`` or
+``threads``). Bad input ends with a one-line ``bigdr: error: ...`` on stderr
+and exit status 2, never a traceback, and leaves no output behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from ._version import __version__
+
+USER_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError, KeyError)
+
+
+def _n_components(text: str):
+    if text in ("mp", "none", "None"):
+        return None if text.lower() == "none" else "mp"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int, a fraction in (0, 1), 'mp' or 'none'; got {text!r}")
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scheduler", default=None,
+                   help="where to run: 'threads' (default, or $BIGDR_SCHEDULER), 'local-cluster', "
+                        "a scheduler address tcp://host:port, or a scheduler file")
+    p.add_argument("--no-progress", action="store_true", help="do not show progress bars")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bigdr", description="Dimensionality reduction for data larger than memory.")
+    parser.add_argument("--version", action="version", version=f"bigdr {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    g = sub.add_parser("generate", help="write a synthetic data set to a zarr store",
+                       description="Write a synthetic data set (group with arrays X and coords) chunk by chunk.")
+    g.add_argument("kind", choices=["swiss-roll", "s-curve", "spiked", "blobs"])
+    g.add_argument("output", help="destination zarr store (a new directory)")
+    g.add_argument("-n", "--n-samples", type=int, required=True)
+    g.add_argument("-p", "--n-features", type=int, default=None, help="spiked and blobs only (default 100 and 10)")
+    g.add_argument("--noise", type=float, default=None, help="noise level")
+    g.add_argument("--spikes", type=_floats, default=None, help="spiked: comma-separated spike strengths")
+    g.add_argument("--centers", type=int, default=None, help="blobs: number of clusters")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--dtype", choices=["float32", "float64"], default="float64")
+    g.add_argument("--chunk-rows", type=int, default=262_144)
+    g.add_argument("--overwrite", action="store_true")
+    _common(g)
+
+    f = sub.add_parser("fit-transform", help="fit a method and write the embedding",
+                       description="Fit a method to INPUT and write the embedding of every row to OUTPUT (zarr).")
+    f.add_argument("input", help="zarr store, .npy or HDF5 file (file.h5:/dataset)")
+    f.add_argument("output", help="destination zarr store for the embedding")
+    f.add_argument("--method", choices=["pca"], default="pca")
+    f.add_argument("-k", "--n-components", type=_n_components, default=2,
+                   help="int, fraction of variance in (0,1), 'mp' or 'none' (default 2)")
+    f.add_argument("--svd-solver", default="auto", choices=["auto", "covariance", "tsqr", "samples", "randomized"])
+    f.add_argument("--whiten", action="store_true")
+    f.add_argument("--random-state", type=int, default=0)
+    f.add_argument("--dataset", default=None, help="array inside a zarr group or HDF5 file")
+    f.add_argument("--save-model", default=None, metavar="PATH", help="also save the fitted model here")
+    f.add_argument("--scree", default=None, metavar="PNG", help="also write a scree plot")
+    f.add_argument("--overwrite", action="store_true")
+    _common(f)
+
+    i = sub.add_parser("info", help="describe a data store or a saved model",
+                       description="Print shape, chunks, dtype and attributes of a store, file or saved model.")
+    i.add_argument("path")
+
+    d = sub.add_parser("demo", help="generate data, embed it, write the embedding and a scree plot",
+                       description="The end-to-end job: spiked-covariance data -> PCA (components chosen by the "
+                                   "Marchenko-Pastur edge) -> embedding store, saved model and scree plot.")
+    d.add_argument("--out", default="bigdr-demo", help="output directory (default ./bigdr-demo)")
+    d.add_argument("-n", "--n-samples", type=int, default=1_000_000)
+    d.add_argument("-p", "--n-features", type=int, default=100)
+    d.add_argument("--seed", type=int, default=0)
+    _common(d)
+    return parser
+
+
+def _cmd_generate(args) -> int:
+    from .datasets import generate
+
+    params = {"seed": args.seed, "dtype": args.dtype}
+    if args.noise is not None:
+        params["noise"] = args.noise
+    if args.kind in ("spiked", "blobs"):
+        if args.n_features is not None:
+            params["n_features"] = args.n_features
+    elif args.n_features not in (None, 3):
+        raise ValueError(f"{args.kind} data are 3-D; drop --n-features.")
+    if args.spikes is not None:
+        if args.kind != "spiked":
+            raise ValueError("--spikes applies to 'spiked' data only.")
+        params["spikes"] = args.spikes
+    if args.centers is not None:
+        if args.kind != "blobs":
+            raise ValueError("--centers applies to 'blobs' data only.")
+        params["centers"] = args.centers
+    if args.chunk_rows < 1:
+        raise ValueError(f"--chunk-rows must be positive; got {args.chunk_rows}.")
+    t0 = time.perf_counter()
+    path = generate(args.kind, args.output, args.n_samples, chunk_rows=args.chunk_rows, overwrite=args.overwrite, **params)
+    print(f"wrote {args.kind} data, {args.n_samples} rows, to {path} ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+def _fit_transform(input_path, output, *, n_components, svd_solver="auto", whiten=False, random_state=0,
+                   dataset=None, save_model=None, scree=None, overwrite=False):
+    """Fit PCA on a store and write the embedding; shared by ``fit-transform`` and ``demo``."""
+    from .io import as_array, check_writable, write_zarr
+    from .pca import PCA
+
+    # Fail before any work if an output cannot be written.
+    check_writable(output, overwrite)
+    if save_model:
+        check_writable(save_model, overwrite)
+    X = as_array(input_path, dataset=dataset)
+    model = PCA(n_components, svd_solver=svd_solver, whiten=whiten, random_state=random_state)
+    t0 = time.perf_counter()
+    model.fit(X)
+    t_fit = time.perf_counter() - t0
+    Y = model.transform(X)
+    attrs = {
+        "method": "pca",
+        "params": model.get_params(),
+        "input": str(input_path),
+        "input_shape": list(X.shape),
+        "explained_variance_ratio": model.explained_variance_ratio_.tolist(),
+        "svd_solver": model.svd_solver_,
+    }
+    t0 = time.perf_counter()
+    write_zarr(Y, output, attrs=attrs, overwrite=overwrite)
+    t_write = time.perf_counter() - t0
+    if save_model:
+        from .persist import save
+
+        save(model, save_model, overwrite=overwrite)
+    if scree:
+        from .plot import scree_plot
+
+        scree_plot(model, scree)
+    return model, X.shape, t_fit, t_write
+
+
+def _cmd_fit_transform(args) -> int:
+    model, shape, t_fit, t_write = _fit_transform(
+        args.input, args.output, n_components=args.n_components, svd_solver=args.svd_solver, whiten=args.whiten,
+        random_state=args.random_state, dataset=args.dataset, save_model=args.save_model, scree=args.scree,
+        overwrite=args.overwrite)
+    kept = float(model.explained_variance_ratio_.sum())
+    print(f"PCA ({model.svd_solver_}) on {shape[0]} x {shape[1]}: {model.n_components_} components, "
+          f"{100 * kept:.2f}% of variance; fit {t_fit:.1f} s, embedding written to {args.output} in {t_write:.1f} s")
+    if args.save_model:
+        print(f"model saved to {args.save_model}")
+    if args.scree:
+        print(f"scree plot written to {args.scree}")
+    return 0
+
+
+def _describe_array(name: str, a) -> str:
+    return f"{name}: shape {tuple(a.shape)}, dtype {a.dtype}, chunks {tuple(a.chunks) if a.chunks else None}"
+
+
+def _cmd_info(args) -> int:
+    path = args.path
+    lower = path.lower()
+    if lower.endswith(".npy"):
+        import numpy as np
+
+        a = np.load(path, mmap_mode="r", allow_pickle=False)
+        print(f"{path}: npy, shape {a.shape}, dtype {a.dtype}")
+        return 0
+    if lower.endswith((".h5", ".hdf5")) or ".h5:" in lower:
+        import h5py
+
+        with h5py.File(path.split(":")[0], "r") as fh:
+            fh.visititems(lambda n, o: print(_describe_array(n, o)) if isinstance(o, h5py.Dataset) else None)
+        return 0
+    import zarr
+
+    if not os.path.exists(path) and "://" not in path:
+        raise FileNotFoundError(f"No such store or file: {path!r}")
+    try:
+        node = zarr.open(path, mode="r")
+    except Exception as exc:
+        raise ValueError(f"{path!r} is not a zarr store, .npy or HDF5 file ({exc}).") from exc
+    attrs = dict(node.attrs)
+    if attrs.get("format") == "bigdr-model":
+        from .persist import load
+
+        model = load(path)
+        print(f"{path}: bigdr model {attrs['class']} (format {attrs['format_version']}, bigdr {attrs['bigdr_version']})")
+        print(f"  params: {json.dumps(attrs['params'])}")
+        for name in ("n_components_", "n_features_in_", "n_samples_seen_", "svd_solver_"):
+            if hasattr(model, name):
+                print(f"  {name} = {getattr(model, name)}")
+        if hasattr(model, "explained_variance_ratio_"):
+            print(f"  explained_variance_ratio_ = {[round(float(v), 4) for v in model.explained_variance_ratio_]}")
+        return 0
+    fmt = node.metadata.zarr_format
+    if isinstance(node, zarr.Array):
+        print(f"{path}: zarr v{fmt} array")
+        print("  " + _describe_array("array", node))
+    else:
+        print(f"{path}: zarr v{fmt} group")
+        for name in sorted(node.array_keys()):
+            print("  " + _describe_array(name, node[name]))
+    if attrs:
+        print(f"  attributes: {json.dumps(attrs, default=str)}")
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    from .datasets import generate
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    data, emb, model_path, png = out / "data.zarr", out / "embedding.zarr", out / "model.zarr", out / "scree.png"
+    print(f"bigdr {__version__} demo: {args.n_samples} x {args.n_features} spiked-covariance data "
+          f"(spikes 20, 10, 5 over unit noise), PCA with components chosen by the Marchenko-Pastur edge")
+    t0 = time.perf_counter()
+    generate("spiked", data, args.n_samples, n_features=args.n_features, seed=args.seed, dtype="float32",
+             overwrite=True)
+    print(f"  data written to {data} ({time.perf_counter() - t0:.1f} s)")
+    model, shape, t_fit, t_write = _fit_transform(data, emb, n_components="mp", save_model=model_path, scree=png,
+                                                  overwrite=True)
+    print(f"  PCA fit in one pass: {t_fit:.1f} s; kept {model.n_components_} components "
+          f"(noise variance {model.mp_noise_variance_:.3f}, bulk edge {model.mp_edge_:.3f}), "
+          f"variances {[round(float(v), 2) for v in model.explained_variance_]}")
+    print(f"  embedding ({shape[0]} x {model.n_components_}) written to {emb} ({t_write:.1f} s)")
+    print(f"  model saved to {model_path}")
+    print(f"  scree plot written to {png}")
+    return 0
+
+
+COMMANDS = {"generate": _cmd_generate, "fit-transform": _cmd_fit_transform, "info": _cmd_info, "demo": _cmd_demo}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        if args.command == "info":
+            return COMMANDS["info"](args)
+        from ._compute import progress
+        from .scheduler import use_scheduler
+
+        with use_scheduler(args.scheduler), progress(not args.no_progress and sys.stderr.isatty()):
+            return COMMANDS[args.command](args)
+    except USER_ERRORS as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"bigdr: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("bigdr: interrupted; no partial output was published", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
