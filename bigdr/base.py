@@ -63,4 +63,5 @@ def _same(a: Any, b: Any) -> bool:
 
 def wants_numpy(X: Any) -> bool:
     """Whether the caller gave in-memory data (so gets numpy back)."""
-    return not isinstance(X, da.Array) and (isinstance(X, (np.ndarray, list, tuple)) or np.isscalar(X))
+    # A path, zarr array or h5py dataset may be larger than memory: stay lazy.
+    return isinstance(X, (np.ndarray, list, tuple)) and not isinstance(X, da.Array)

@@ -51,7 +51,9 @@ def _float_dtype(dtype: np.dtype, name: str) -> np.dtype:
 def _check_block_finite(block: np.ndarray) -> np.ndarray:
     # A sum is NaN/Inf when any entry is; only then (or on overflow of huge
     # finite values) pay for the element-wise test.
-    if not np.isfinite(block.sum()):
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = block.sum()
+    if not np.isfinite(total):
         bad = ~np.isfinite(block)
         if bad.any():
             row, col = np.argwhere(bad)[0]

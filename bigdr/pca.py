@@ -231,10 +231,12 @@ class PCA(BaseEstimator):
         self._state_kind = kind
         self._state_mean = state.mean
         self._state_matrix = state[2]
-        evals, V = _MERGEABLE[kind][2](state)
         n, p = state.n, state.mean.shape[0]
+        self.n_samples_seen_ = int(n)
+        self.n_features_in_ = int(p)
         if n < 2:
-            raise ValueError(f"PCA needs at least 2 samples in total; got {n}.")
+            return  # partial_fit: components exist once two rows have been seen
+        evals, V = _MERGEABLE[kind][2](state)
         m = min(n, p)
         evals = evals[:m]
         k = self._select_k(evals / (n - 1), evals.sum() / (n - 1), n, p)

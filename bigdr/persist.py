@@ -49,7 +49,7 @@ def _meta_digest(meta: dict) -> str:
 def _fitted_items(model: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     arrays, scalars = {}, {}
     names = [k for k in vars(model) if k.endswith("_") and not k.startswith("__")]
-    names += list(getattr(model, "_persist_private", ()))
+    names += [k for k in getattr(model, "_persist_private", ()) if hasattr(model, k)]
     for name in names:
         value = getattr(model, name)
         if isinstance(value, np.ndarray):

@@ -1,0 +1,115 @@
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import zarr
+from sklearn.decomposition import PCA as SkPCA
+
+import bigdr
+from bigdr.cli import main
+
+
+@pytest.fixture(scope="module")
+def spiked_store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "spiked.zarr"
+    assert main(["generate", "spiked", str(path), "-n", "30000", "-p", "20", "--spikes", "9,4", "--seed", "3"]) == 0
+    return path
+
+
+def test_generate_then_fit_transform_matches_sklearn(spiked_store, tmp_path, capsys):
+    out, model_path, png = tmp_path / "emb.zarr", tmp_path / "model", tmp_path / "scree.png"
+    rc = main(["fit-transform", str(spiked_store), str(out), "-k", "2", "--save-model", str(model_path),
+               "--scree", str(png)])
+    assert rc == 0
+    assert "2 components" in capsys.readouterr().out
+    X = zarr.open(str(spiked_store), mode="r")["X"][:]
+    emb = zarr.open(str(out), mode="r")
+    np.testing.assert_allclose(emb[:], SkPCA(2, svd_solver="full").fit_transform(X), atol=1e-8)
+    assert emb.attrs["method"] == "pca" and emb.attrs["input_shape"] == [30000, 20]
+    assert emb.attrs["params"]["n_components"] == 2 and emb.attrs["bigdr_version"] == bigdr.__version__
+    assert bigdr.load(str(model_path)).n_components_ == 2
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_fraction_and_mp_options(spiked_store, tmp_path):
+    assert main(["fit-transform", str(spiked_store), str(tmp_path / "a.zarr"), "-k", "mp"]) == 0
+    assert zarr.open(str(tmp_path / "a.zarr"), mode="r").shape == (30000, 2)
+    assert main(["fit-transform", str(spiked_store), str(tmp_path / "b.zarr"), "-k", "0.5", "--svd-solver", "tsqr"]) == 0
+
+
+def test_info_on_store_and_model(spiked_store, tmp_path, capsys):
+    assert main(["info", str(spiked_store)]) == 0
+    text = capsys.readouterr().out
+    assert "X: shape (30000, 20)" in text and "spiked" in text
+    main(["fit-transform", str(spiked_store), str(tmp_path / "e.zarr"), "--save-model", str(tmp_path / "m")])
+    capsys.readouterr()
+    assert main(["info", str(tmp_path / "m")]) == 0
+    assert "bigdr model PCA" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["fit-transform", "/nonexistent.zarr", "OUT"], "No such zarr store"),
+        (["fit-transform", "SPIKED", "OUT", "-k", "0"], "at least 1"),
+        (["fit-transform", "SPIKED", "OUT", "-k", "500"], "at most"),
+        (["fit-transform", "SPIKED", "OUT", "--svd-solver", "randomized", "-k", "0.5"], "int n_components"),
+        (["fit-transform", "SPIKED", "OUT", "--scheduler", "nonsense"], "Unknown scheduler"),
+        (["generate", "blobs", "OUT", "-n", "1"], "n_samples"),
+        (["generate", "swiss-roll", "OUT", "-n", "10", "--spikes", "1"], "--spikes"),
+        (["info", "/nonexistent"], "No such"),
+    ],
+)
+def test_bad_input_one_line_error_and_nothing_written(spiked_store, tmp_path, capsys, argv, message):
+    out = tmp_path / "out.zarr"
+    argv = [str(spiked_store) if a == "SPIKED" else str(out) if a == "OUT" else a for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bigdr: error:") and message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_nan_in_store_fails_cleanly(tmp_path, capsys):
+    X = np.ones((1000, 4))
+    X[500, 2] = np.nan
+    zarr.create_array(str(tmp_path / "nan.zarr"), shape=X.shape, chunks=(100, 4), dtype="f8")[:] = X
+    assert main(["fit-transform", str(tmp_path / "nan.zarr"), str(tmp_path / "out.zarr")]) == 2
+    assert "NaN" in capsys.readouterr().err
+    assert not (tmp_path / "out.zarr").exists()
+
+
+def test_existing_output_needs_overwrite(spiked_store, tmp_path, capsys):
+    out = tmp_path / "e.zarr"
+    assert main(["fit-transform", str(spiked_store), str(out)]) == 0
+    assert main(["fit-transform", str(spiked_store), str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert main(["fit-transform", str(spiked_store), str(out), "--overwrite", "-k", "3"]) == 0
+    assert zarr.open(str(out), mode="r").shape[1] == 3
+
+
+def test_scheduler_address_runs_on_the_cluster(cluster_client, spiked_store, tmp_path):
+    address = cluster_client.scheduler.address
+    count = lambda: cluster_client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
+    before = count()
+    rc = main(["fit-transform", str(spiked_store), str(tmp_path / "d.zarr"), "--scheduler", address, "-k", "2"])
+    assert rc == 0
+    assert count() > before + 10  # the fit and the write ran as tasks on that scheduler
+    local = tmp_path / "l.zarr"
+    assert main(["fit-transform", str(spiked_store), str(local), "-k", "2"]) == 0
+    np.testing.assert_allclose(zarr.open(str(tmp_path / "d.zarr"))[:], zarr.open(str(local))[:], atol=1e-10)
+
+
+def test_demo_and_help_via_the_installed_entry_point(tmp_path):
+    env = {**os.environ, "BIGDR_SCHEDULER": "threads"}
+    run = subprocess.run([sys.executable, "-m", "bigdr.cli", "demo", "--out", str(tmp_path / "d"), "-n", "20000"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "kept 3 components" in run.stdout
+    for name in ("data.zarr", "embedding.zarr", "model.zarr", "scree.png"):
+        assert (tmp_path / "d" / name).exists()
+    for cmd in ([], ["generate"], ["fit-transform"], ["info"], ["demo"]):
+        helped = subprocess.run([sys.executable, "-m", "bigdr.cli", *cmd, "--help"], capture_output=True, text=True)
+        assert helped.returncode == 0 and "usage: bigdr" in helped.stdout
