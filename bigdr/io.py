@@ -236,9 +236,12 @@ def as_array(
         row_chunks = _row_chunks(n, row_bytes, chunk_bytes, base)
     if (row_chunks, tuple(col_chunks)) != arr.chunks:
         arr = arr.rechunk((row_chunks, col_chunks))
-    if check_finite:
-        arr = arr.map_blocks(_check_block_finite, dtype=arr.dtype, name=f"bigdr-check-finite-{arr.name}")
-    return arr
+    return with_finite_check(arr) if check_finite else arr
+
+
+def with_finite_check(arr: da.Array) -> da.Array:
+    """Add the lazy NaN/Inf check to every block of ``arr`` (fused into the next pass)."""
+    return arr.map_blocks(_check_block_finite, dtype=arr.dtype, name=f"bigdr-check-finite-{arr.name}")
 
 
 def _json_safe(obj: Any) -> Any:

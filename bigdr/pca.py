@@ -16,7 +16,7 @@ import numpy as np
 
 from ._compute import compute
 from .base import BaseEstimator, wants_numpy
-from .io import as_array
+from .io import as_array, with_finite_check
 from .linalg import (
     components_from_samples,
     flip_signs,
@@ -160,7 +160,7 @@ class PCA(BaseEstimator):
     def fit(self, X: Any, y: Any = None) -> "PCA":
         """Fit the model to ``X`` (numpy, dask, zarr, h5py or a path)."""
         self._check_params()
-        Xd = as_array(X)
+        Xd = as_array(X, check_finite=False)
         n, p = Xd.shape
         if isinstance(self.n_components, numbers.Integral) and self.n_components > min(n, p):
             raise ValueError(
@@ -168,6 +168,8 @@ class PCA(BaseEstimator):
                 f"for X of shape {Xd.shape}."
             )
         solver = self._choose_solver(n, p)
+        if solver != "covariance":  # the covariance kernel detects NaN/Inf itself, for free
+            Xd = with_finite_check(Xd)
         self.svd_solver_ = solver
         for attr in self._persist_private:
             self.__dict__.pop(attr, None)
@@ -202,8 +204,8 @@ class PCA(BaseEstimator):
     def partial_fit(self, X: Any, y: Any = None) -> "PCA":
         """Merge the batch ``X`` into the model (covariance or tsqr state; exact)."""
         self._check_params()
-        Xd = as_array(X, min_rows=1)
         solver = "covariance" if self.svd_solver == "auto" else self.svd_solver
+        Xd = as_array(X, min_rows=1, check_finite=solver != "covariance")
         if solver not in _MERGEABLE:
             raise ValueError(
                 f"partial_fit needs a mergeable solver ('covariance' or 'tsqr'); svd_solver={self.svd_solver!r}."
