@@ -1,0 +1,125 @@
+"""Shared benchmark plumbing: machine description, child processes, RSS, results.
+
+Each measurement runs in a fresh Python process so that its peak resident
+memory is its own and nothing (page cache aside) carries over. Rounds are
+interleaved across methods, so ratios come from one run on the same machine
+state; medians over rounds are reported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+DATA = HERE / "data"
+
+
+def machine() -> dict:
+    import dask
+    import numpy
+    import sklearn
+    import zarr
+
+    info = {"python": platform.python_version(), "numpy": numpy.__version__, "dask": dask.__version__,
+            "zarr": zarr.__version__, "scikit-learn": sklearn.__version__}
+    try:
+        import dask_ml
+
+        info["dask-ml"] = dask_ml.__version__
+    except ImportError:
+        pass
+    import bigdr
+
+    info["bigdr"] = bigdr.__version__
+    cpu = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas = sorted({f"{i['internal_api']} {i['version']}" for i in threadpool_info() if i["user_api"] == "blas"})
+    except Exception:
+        blas = []
+    return {"cpu": cpu, "cpus": os.cpu_count(), "memory_gib": round(mem, 1), "blas": blas,
+            "os": platform.platform(), "versions": info}
+
+
+class PeakRSS:
+    """Sample this process's RSS every 10 ms while the block runs."""
+
+    def __enter__(self):
+        import psutil
+
+        self._proc = psutil.Process()
+        self.peak = self._proc.memory_info().rss
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self):
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self._proc.memory_info().rss)
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._proc.memory_info().rss)
+
+
+def ru_maxrss_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_child(script: Path, *args: str, env: dict | None = None, timeout: float = 3600) -> dict:
+    """Run ``script child ARGS`` in a new process and parse its last JSON line."""
+    proc = subprocess.run([sys.executable, str(script), "child", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"child {args} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def drop_page_cache() -> bool:
+    """Drop the OS page cache (root only) so the next read comes from disk."""
+    try:
+        subprocess.run(["sync"], check=True)
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def timed(fn, repeats: int = 1):
+    times, result = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return times, result
+
+
+def write_results(name: str, payload: dict, markdown: str) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, default=float) + "\n")
+    m = payload["machine"]
+    header = (f"# {name} benchmark\n\nRun {payload['date']} on {m['cpu']}, {m['cpus']} vCPU, "
+              f"{m['memory_gib']} GiB RAM, {', '.join(m['blas'])}; "
+              + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + ".\n\n")
+    (RESULTS / f"{name}.md").write_text(header + markdown)
