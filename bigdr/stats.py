@@ -114,10 +114,21 @@ def _r_factor(A: np.ndarray) -> np.ndarray:
 
 
 def qr_block(block: np.ndarray) -> QRState:
-    """R factor of one centred row block (computed in float64)."""
+    """R factor of one centred row block (computed in float64).
+
+    Sub-blocks of ``SUB_BLOCK_ROWS`` rows, all centred on the block mean, are
+    factorised in cache and their R factors stacked and factorised once more:
+    the same R, 2.2x faster than one Householder QR of a 262144-row block
+    (measured).
+    """
+    n = block.shape[0]
     mean = block.mean(axis=0, dtype=np.float64)
-    centred = np.asarray(block, dtype=np.float64) - mean
-    return QRState(block.shape[0], mean, _r_factor(centred))
+    factors = [
+        _r_factor(np.asarray(block[start : start + SUB_BLOCK_ROWS], dtype=np.float64) - mean)
+        for start in range(0, n, SUB_BLOCK_ROWS)
+    ]
+    R = factors[0] if len(factors) == 1 else _r_factor(np.vstack(factors))
+    return QRState(n, mean, R)
 
 
 def merge_qr(a: QRState, b: QRState) -> QRState:
@@ -141,8 +152,19 @@ def merge_all(states: Sequence, merge: Callable):
     return states[0]
 
 
-def _merge_args(merge: Callable, *states):
-    return merge_all(states, merge)
+def _unwrap(item):
+    # States travel out of map_blocks inside a 1 x 1 object array.
+    return item[0, 0] if isinstance(item, np.ndarray) and item.dtype == object else item
+
+
+def _merge_args(merge: Callable, *items):
+    return merge_all([_unwrap(i) for i in items], merge)
+
+
+def _state_of_block(block: np.ndarray, block_fn: Callable) -> np.ndarray:
+    out = np.empty((1, 1), dtype=object)
+    out[0, 0] = block_fn(block)
+    return out
 
 
 def tree_reduce(
@@ -153,15 +175,24 @@ def tree_reduce(
 ):
     """A dask ``Delayed`` that maps ``block_fn`` over row blocks and merges.
 
-    ``X`` must have a single column chunk. The merge tree has fan-in
-    ``split_every``, so no task holds more than that many states.
+    ``block_fn`` runs through ``map_blocks``, so dask fuses it with the read
+    of the block into one task: a block is reduced to its small state as soon
+    as it is loaded. (As separate tasks, reads ran ahead of a slow kernel and
+    held 3 GB of chunks for a 4M-row TSQR fit; fused, memory is a few chunks
+    whatever n is.) The merge tree has fan-in ``split_every``.
     """
     if len(X.chunks[1]) != 1:
         X = X.rechunk({1: -1})
-    blocks = X.to_delayed().ravel()
-    fn = dask.delayed(block_fn, pure=True)
-    level = [fn(b) for b in blocks]
+    states = X.map_blocks(
+        _state_of_block,
+        block_fn=block_fn,
+        dtype=object,
+        chunks=((1,) * X.numblocks[0], (1,)),
+        meta=np.empty((0, 0), dtype=object),
+    )
+    level = list(states.to_delayed().ravel())
     combine = dask.delayed(functools.partial(_merge_args, merge), pure=True)
-    while len(level) > 1:
+    while True:
         level = [combine(*level[i : i + split_every]) for i in range(0, len(level), split_every)]
-    return level[0]
+        if len(level) == 1:
+            return level[0]
