@@ -68,32 +68,33 @@ def test_truncated_store_is_detected(tmp_path, rng):
         bigdr.load(str(tmp_path / "m"))
 
 
+def _edit_attributes(path, edit, resign=False):
+    """Change the saved model's JSON attributes in place (as an attacker or a bad disk would)."""
+    from bigdr.persist import _meta_digest
+
+    meta_file = path / "zarr.json"
+    meta = json.loads(meta_file.read_text())
+    edit(meta["attributes"])
+    if resign:
+        meta["attributes"]["sha256"] = _meta_digest(meta["attributes"])
+    meta_file.write_text(json.dumps(meta))
+
+
 def test_tampered_parameters_are_detected(tmp_path, rng):
     model, _ = _fitted(rng)
     model.save(str(tmp_path / "m"))
-    meta_file = tmp_path / "m" / "zarr.json"
-    meta = json.loads(meta_file.read_text())
-    meta["attributes"]["params"]["whiten"] = True
-    meta_file.write_text(json.dumps(meta))
+    _edit_attributes(tmp_path / "m", lambda a: a["params"].update(whiten=True))
     with pytest.raises(ValueError, match="parameters do not match"):
         bigdr.load(str(tmp_path / "m"))
 
 
 def test_unknown_class_and_newer_format(tmp_path, rng):
-    from bigdr.persist import _meta_digest
-
     model, _ = _fitted(rng)
     model.save(str(tmp_path / "m"))
-    meta_file = tmp_path / "m" / "zarr.json"
-    meta = json.loads(meta_file.read_text())
-    attrs = meta["attributes"]
-    attrs["class"] = "os.system"
-    attrs["sha256"] = _meta_digest(attrs)
-    meta_file.write_text(json.dumps(meta))
+    _edit_attributes(tmp_path / "m", lambda a: a.update({"class": "os.system"}), resign=True)
     with pytest.raises(ValueError, match="unknown model class"):
         bigdr.load(str(tmp_path / "m"))
-    attrs["format_version"] = 99
-    meta_file.write_text(json.dumps(meta))
+    _edit_attributes(tmp_path / "m", lambda a: a.update(format_version=99))
     with pytest.raises(ValueError, match="Upgrade bigdr"):
         bigdr.load(str(tmp_path / "m"))
 

@@ -1,0 +1,244 @@
+"""Neighbour graphs and blockwise queries (issue 3).
+
+Cases:
+
+graph   all-rows kNN graphs, k = 15: a 1M-row swiss roll (3-D, noise 0.05) and
+        200k rows on a 5-D manifold embedded in 50-D plus noise 0.01. bigdr
+        (auto, and each method where feasible) against plain single-process
+        pynndescent and scikit-learn's exact search. Recall@15 on 10,000
+        sampled rows against exact neighbours (scikit-learn KDTree / brute
+        force), wall time, peak resident memory, numba compilation separately.
+sweep   kd-tree against NN-descent over dimensions 3..50 (50k rows): where the
+        ``auto`` threshold comes from.
+query   blockwise query of a zarr swiss roll of 1M and 10M rows against a
+        20k-landmark index, k = 10, result written to a zarr store: wall time
+        and peak resident memory at each size.
+warmup  pynndescent's numba compilation: first use in a fresh process with an
+        empty cache, and again with the cache filled.
+
+Usage: python benchmarks/bench_neighbors.py [graph|sweep|query|warmup|all]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import DATA, RESULTS, PeakRSS, machine, ru_maxrss_mib, run_child, write_results  # noqa: E402
+
+SCRIPT = Path(__file__).resolve()
+K = 15
+N_RECALL = 10_000
+
+
+def swiss_roll_1m():
+    from bigdr.datasets import make_swiss_roll
+
+    return np.ascontiguousarray(make_swiss_roll(1_000_000, noise=0.05, seed=0)[0].compute())
+
+
+def manifold(n=200_000, dim=50, intrinsic=5, seed=0):
+    rng = np.random.default_rng(seed)
+    latent = rng.uniform(-1, 1, size=(n, intrinsic))
+    lift = rng.standard_normal((intrinsic, dim))
+    return np.ascontiguousarray(np.tanh(latent @ lift) + 0.01 * rng.standard_normal((n, dim)))
+
+
+DATASETS = {"swissroll-1M": swiss_roll_1m, "manifold-200k-50d": manifold}
+
+
+def warm_numba():
+    """Compile pynndescent once (reported separately from the timed work)."""
+    from pynndescent import NNDescent
+
+    t0 = time.perf_counter()
+    X = np.random.default_rng(0).standard_normal((2000, 10)).astype(np.float32)
+    NNDescent(X, n_neighbors=K + 1, random_state=0).neighbor_graph
+    return time.perf_counter() - t0
+
+
+def all_rows(method, X):
+    """Returns (indices without self, seconds)."""
+    t0 = time.perf_counter()
+    if method.startswith("bigdr-"):
+        from bigdr.neighbors import knn_graph
+
+        g = knn_graph(X, K, method=method.split("-", 1)[1], random_state=0)
+        ind, _ = g.compute()
+        label = g.method
+    elif method == "pynndescent":
+        from pynndescent import NNDescent
+
+        ind, _ = NNDescent(X, n_neighbors=K + 1, random_state=0).neighbor_graph
+        ind = ind[:, 1:]
+        label = "nndescent"
+    elif method.startswith("sklearn-"):
+        from sklearn.neighbors import NearestNeighbors
+
+        nn = NearestNeighbors(n_neighbors=K + 1, algorithm=method.split("-", 1)[1], n_jobs=2).fit(X)
+        ind = nn.kneighbors(X, return_distance=False)[:, 1:]
+        label = method
+    else:
+        raise ValueError(method)
+    return ind, time.perf_counter() - t0, label
+
+
+def exact_sample(X, rows):
+    from sklearn.neighbors import NearestNeighbors
+
+    algo = "kd_tree" if X.shape[1] <= 15 else "brute"
+    nn = NearestNeighbors(n_neighbors=K + 1, algorithm=algo).fit(X)
+    return nn.kneighbors(X[rows], return_distance=False)[:, 1:]
+
+
+def recall(found, exact):
+    return float(np.mean([len(np.intersect1d(f, e)) / K for f, e in zip(found, exact)]))
+
+
+def child(args):
+    what = args[0]
+    if what == "graph":
+        dataset, method = args[1], args[2]
+        X = DATASETS[dataset]()
+        compile_s = warm_numba() if "nndescent" in method or method in ("pynndescent", "bigdr-auto") else 0.0
+        rows = np.random.default_rng(1).choice(len(X), N_RECALL, replace=False)
+        ref_file = DATA / f"exact-{dataset}.npy"
+        if not ref_file.exists():
+            np.save(ref_file, exact_sample(X, rows))
+        exact = np.load(ref_file)
+        with PeakRSS() as rss:
+            ind, seconds, label = all_rows(method, X)
+        return {"seconds": seconds, "numba_compile_seconds": compile_s, "peak_rss_mib": rss.peak / 2**20,
+                "recall": recall(ind[rows], exact), "method_used": label}
+    if what == "sweep":
+        dim, method = int(args[1]), args[2]
+        X = manifold(50_000, dim, min(5, dim), seed=dim)
+        if method == "bigdr-nndescent":
+            warm_numba()
+        rows = np.random.default_rng(1).choice(len(X), 2000, replace=False)
+        ind, seconds, _ = all_rows(method, X)
+        return {"seconds": seconds, "recall": recall(ind[rows], exact_sample(X, rows))}
+    if what == "query":
+        import bigdr
+        from bigdr.landmarks import select_landmarks
+        from bigdr.neighbors import NeighborIndex
+
+        store = Path(args[1])
+        out = Path(tempfile.mkdtemp(dir=DATA)) / "q.zarr"
+        with PeakRSS() as rss:
+            t0 = time.perf_counter()
+            landmarks, _ = select_landmarks(str(store), 20_000, random_state=0)
+            t_land = time.perf_counter() - t0
+            index = NeighborIndex().fit(landmarks)
+            ind, dist = index.query(str(store), 10)
+            bigdr.write_zarr({"indices": ind, "distances": dist}, out)
+            total = time.perf_counter() - t0
+        shutil.rmtree(out.parent)
+        return {"seconds": total, "landmark_seconds": t_land, "peak_rss_mib": rss.peak / 2**20,
+                "ru_maxrss_mib": ru_maxrss_mib(), "method": index.method_}
+    if what == "warmup":
+        t = warm_numba()
+        return {"seconds": t}
+    raise ValueError(what)
+
+
+GRAPH_METHODS = {
+    "swissroll-1M": ["bigdr-auto", "bigdr-nndescent", "pynndescent", "sklearn-kd_tree"],
+    "manifold-200k-50d": ["bigdr-auto", "pynndescent", "sklearn-brute"],
+}
+
+
+def run_graph():
+    res = {}
+    lines = ["## All-rows kNN graph, k = 15\n",
+             "| data | method | chosen | time | numba compile (separate) | peak RSS (MiB) | recall@15 (10k rows) |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for dataset, methods in GRAPH_METHODS.items():
+        for m in methods:
+            r = run_child(SCRIPT, "graph", dataset, m, env={"NUMBA_CACHE_DIR": str(DATA / "numba-cache")})
+            res[f"{dataset}/{m}"] = r
+            print(dataset, m, r, flush=True)
+            lines.append(f"| {dataset} | {m} | {r['method_used']} | {r['seconds']:.1f} s | "
+                         f"{r['numba_compile_seconds']:.1f} s | {r['peak_rss_mib']:.0f} | {r['recall']:.4f} |")
+    return res, "\n".join(lines) + "\n"
+
+
+def run_sweep():
+    res = {}
+    lines = ["## kd-tree against NN-descent by dimension (50k rows, 5-D manifold or fewer, k = 15)\n",
+             "| dim | kd-tree time | NN-descent time | NN-descent recall |", "| --- | --- | --- | --- |"]
+    for dim in (3, 10, 15, 20, 30, 50):
+        kd = run_child(SCRIPT, "sweep", str(dim), "bigdr-kdtree")
+        nn = run_child(SCRIPT, "sweep", str(dim), "bigdr-nndescent", env={"NUMBA_CACHE_DIR": str(DATA / "numba-cache")})
+        res[dim] = {"kdtree": kd, "nndescent": nn}
+        print(dim, kd, nn, flush=True)
+        lines.append(f"| {dim} | {kd['seconds']:.1f} s | {nn['seconds']:.1f} s | {nn['recall']:.4f} |")
+    return res, "\n".join(lines) + "\n"
+
+
+def run_query():
+    from bigdr.datasets import generate
+
+    res = {}
+    lines = ["## Blockwise query against a 20k-landmark index (k = 10), zarr swiss roll on disk, result written to zarr\n",
+             "| rows | index | time (incl. landmark pass) | landmark selection pass | peak RSS (MiB) | ru_maxrss (MiB) |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for n in (1_000_000, 10_000_000):
+        store = DATA / f"swissroll-{n // 1_000_000}M.zarr"
+        if not store.exists():
+            generate("swiss-roll", store, n, noise=0.05, seed=0)
+        r = run_child(SCRIPT, "query", str(store))
+        res[n] = r
+        print(n, r, flush=True)
+        lines.append(f"| {n:,} | {r['method']} | {r['seconds']:.1f} s | {r['landmark_seconds']:.1f} s | "
+                     f"{r['peak_rss_mib']:.0f} | {r['ru_maxrss_mib']:.0f} |")
+    return res, "\n".join(lines) + "\n"
+
+
+def run_warmup():
+    cache = Path(tempfile.mkdtemp(prefix="numba-cache-"))
+    env = {"NUMBA_CACHE_DIR": str(cache)}
+    cold = [run_child(SCRIPT, "warmup", env=env)["seconds"]]
+    warm = [run_child(SCRIPT, "warmup", env=env)["seconds"] for _ in range(2)]
+    shutil.rmtree(cache)
+    res = {"empty_cache_seconds": cold, "filled_cache_seconds": warm}
+    lines = ["## pynndescent warm-up (first NNDescent on 2000 x 10 in a fresh process)\n",
+             f"- empty NUMBA_CACHE_DIR: {cold[0]:.1f} s",
+             f"- cache filled by the previous run: {statistics.median(warm):.1f} s (median of 2)"]
+    return res, "\n".join(lines) + "\n"
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "child":
+        print(json.dumps(child(sys.argv[2:])))
+        return
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=["graph", "sweep", "query", "warmup", "all"], nargs="?", default="all")
+    args = ap.parse_args()
+    DATA.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / "neighbors.json"
+    previous = json.loads(path.read_text()) if path.exists() else {}
+    payload = {"date": datetime.date.today().isoformat(), "machine": machine(),
+               **{k: previous.get(k) for k in ("warmup", "graph", "sweep", "query")}}
+    sections = dict(previous.get("_markdown", {}))
+    runners = {"warmup": run_warmup, "graph": run_graph, "sweep": run_sweep, "query": run_query}
+    for name, fn in runners.items():
+        if args.case in (name, "all"):
+            payload[name], sections[name] = fn()
+    payload["_markdown"] = sections
+    write_results("neighbors", payload, "\n".join(sections[k] for k in runners if k in sections))
+
+
+if __name__ == "__main__":
+    main()
