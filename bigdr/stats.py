@@ -161,9 +161,12 @@ def _merge_args(merge: Callable, *items):
     return merge_all([_unwrap(i) for i in items], merge)
 
 
-def _state_of_block(block: np.ndarray, block_fn: Callable) -> np.ndarray:
+def _state_of_block(block: np.ndarray, block_fn: Callable, with_offset: bool = False, block_info=None) -> np.ndarray:
     out = np.empty((1, 1), dtype=object)
-    out[0, 0] = block_fn(block)
+    if with_offset:
+        out[0, 0] = block_fn(block, block_info[0]["array-location"][0][0])
+    else:
+        out[0, 0] = block_fn(block)
     return out
 
 
@@ -172,8 +175,12 @@ def tree_reduce(
     block_fn: Callable[[np.ndarray], object],
     merge: Callable,
     split_every: int = 8,
+    with_offset: bool = False,
 ):
     """A dask ``Delayed`` that maps ``block_fn`` over row blocks and merges.
+
+    With ``with_offset=True`` the kernel is called as ``block_fn(block,
+    first_row)``, for states that depend on global row numbers.
 
     ``block_fn`` runs through ``map_blocks``, so dask fuses it with the read
     of the block into one task: a block is reduced to its small state as soon
@@ -186,6 +193,7 @@ def tree_reduce(
     states = X.map_blocks(
         _state_of_block,
         block_fn=block_fn,
+        with_offset=with_offset,
         dtype=object,
         chunks=((1,) * X.numblocks[0], (1,)),
         meta=np.empty((0, 0), dtype=object),

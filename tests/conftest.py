@@ -28,3 +28,34 @@ def correlated(rng, n, p, offset=3.0):
     scales = np.geomspace(10, 0.1, p)
     Q, _ = np.linalg.qr(rng.standard_normal((p, p)))
     return (rng.standard_normal((n, p)) * scales) @ Q.T + offset
+
+
+@pytest.fixture(scope="session")
+def swiss_roll_small():
+    """3000 points of a noisy swiss roll (numpy) and their roll coordinate."""
+    from bigdr.datasets import make_swiss_roll
+
+    X, coords = make_swiss_roll(3000, noise=0.05, seed=11)
+    return X.compute(), coords.compute()[:, 0]
+
+
+@pytest.fixture(scope="session")
+def manifold_50d():
+    """2000 points on a 5-D manifold embedded in 50-D plus small noise."""
+    rng = np.random.default_rng(5)
+    latent = rng.uniform(-1, 1, size=(2000, 5))
+    lift = rng.standard_normal((5, 50))
+    return np.tanh(latent @ lift) + 0.01 * rng.standard_normal((2000, 50))
+
+
+def exact_neighbors(X, Q, k, exclude_self=False):
+    """Brute-force reference (scikit-learn)."""
+    from sklearn.neighbors import NearestNeighbors
+
+    nn = NearestNeighbors(n_neighbors=k + int(exclude_self), algorithm="brute").fit(X)
+    dist, ind = nn.kneighbors(Q)
+    return (ind[:, 1:], dist[:, 1:]) if exclude_self else (ind, dist)
+
+
+def recall(found, exact):
+    return np.mean([len(np.intersect1d(f, e)) / len(e) for f, e in zip(found, exact)])

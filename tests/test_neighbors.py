@@ -1,0 +1,119 @@
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.neighbors import NearestNeighbors
+
+from bigdr.neighbors import KNNGraph, NeighborIndex, choose_method, knn_graph
+from conftest import exact_neighbors, recall
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan", "cosine", "chebyshev"])
+def test_kdtree_graph_is_exact(swiss_roll_small, metric):
+    X, _ = swiss_roll_small
+    g = knn_graph(da.from_array(X, chunks=700), 10, metric=metric, method="kdtree")
+    ind, dist = g.compute()
+    ref = NearestNeighbors(n_neighbors=11, metric=metric, algorithm="brute").fit(X)
+    rdist, rind = ref.kneighbors(X)
+    np.testing.assert_allclose(dist, rdist[:, 1:], rtol=1e-5, atol=1e-6)
+    assert recall(ind, rind[:, 1:]) > 0.999  # ties may swap
+    assert ind.dtype == np.int64 and dist.dtype == np.float32
+    assert not (ind == np.arange(len(X))[:, None]).any()
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine", "manhattan"])
+def test_nndescent_recall_on_low_intrinsic_dimension(manifold_50d, metric):
+    X = manifold_50d
+    g = knn_graph(X, 15, metric=metric, method="nndescent", random_state=0)
+    ind, dist = g.compute()
+    ref = NearestNeighbors(n_neighbors=16, metric=metric, algorithm="brute").fit(X)
+    _, rind = ref.kneighbors(X)
+    assert recall(ind, rind[:, 1:]) >= 0.95
+    assert not (ind == np.arange(len(X))[:, None]).any()
+    assert (np.diff(dist, axis=1) >= -1e-6).all()  # ascending
+
+
+def test_brute_and_auto_choices(manifold_50d):
+    X = manifold_50d
+    g = knn_graph(X, 5, method="brute")
+    ind, dist = g.compute()
+    rind, rdist = exact_neighbors(X, X, 5, exclude_self=True)
+    np.testing.assert_allclose(dist, rdist, rtol=1e-5)
+    assert choose_method(10**6, 3, "euclidean") == "kdtree"
+    assert choose_method(10**6, 50, "euclidean") == "nndescent"
+    assert choose_method(5000, 50, "euclidean") == "brute"
+    assert choose_method(10**6, 3, "hamming") == "nndescent"
+
+
+def test_duplicates_are_neighbours_at_distance_zero():
+    rng = np.random.default_rng(0)
+    X = np.repeat(rng.standard_normal((50, 3)), 4, axis=0)  # every point four times
+    ind, dist = knn_graph(X, 5, method="kdtree").compute()
+    assert not (ind == np.arange(len(X))[:, None]).any()
+    np.testing.assert_array_equal(dist[:, :3], 0)  # its three copies
+    assert (dist[:, 3:] > 0).all()
+
+
+def test_blockwise_query_independent_of_chunking(swiss_roll_small):
+    X, _ = swiss_roll_small
+    index = NeighborIndex().fit(X[:500])
+    a = [np.asarray(v) for v in dask.compute(*index.query(da.from_array(X, chunks=300), 7))]
+    b = [np.asarray(v) for v in dask.compute(*index.query(X, 7))]
+    np.testing.assert_array_equal(a[0], b[0])
+    rind, rdist = exact_neighbors(X[:500], X, 7)
+    np.testing.assert_allclose(a[1], rdist, rtol=1e-5, atol=1e-6)
+
+
+def test_query_under_distributed_equals_in_process(cluster_client, manifold_50d):
+    X = manifold_50d
+    index = NeighborIndex(method="nndescent", random_state=0).fit(X[:1000])
+    ind_local, dist_local = dask.compute(*index.query(da.from_array(X, chunks=250), 10), scheduler="threads")
+    Q = index.query(da.from_array(X, chunks=250), 10)
+    ind_remote, dist_remote = cluster_client.compute(list(Q), sync=True)
+    np.testing.assert_array_equal(ind_remote, ind_local)
+    np.testing.assert_allclose(dist_remote, dist_local)
+    # The index entered the graph as a single key.
+    graph = dict(Q[0].__dask_graph__())
+    assert sum(isinstance(v, NeighborIndex) for v in graph.values()) <= 1
+
+
+def test_graph_zarr_roundtrip(tmp_path, swiss_roll_small):
+    X, _ = swiss_roll_small
+    g = knn_graph(X, 6)
+    g.to_zarr(str(tmp_path / "g.zarr"))
+    h = KNNGraph.from_zarr(str(tmp_path / "g.zarr"))
+    for a, b in zip(g.compute(), h.compute()):
+        np.testing.assert_array_equal(a, b)
+    assert h.metric == "euclidean" and h.n_neighbors == 6
+    with pytest.raises(ValueError, match="not a kNN graph"):
+        import bigdr
+
+        bigdr.write_zarr({"X": X}, tmp_path / "other.zarr")
+        KNNGraph.from_zarr(str(tmp_path / "other.zarr"))
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"n_neighbors": 0}, ValueError, "at least 1"),
+        ({"n_neighbors": 3000}, ValueError, "at most 2999"),
+        ({"n_neighbors": 2.5}, TypeError, "int"),
+        ({"metric": "nonsense"}, ValueError, "Unknown metric"),
+        ({"metric": "hamming", "method": "kdtree"}, ValueError, "nndescent"),
+        ({"method": "ball"}, ValueError, "method"),
+    ],
+)
+def test_bad_input(swiss_roll_small, kwargs, exc, match):
+    X, _ = swiss_roll_small
+    with pytest.raises(exc, match=match):
+        knn_graph(X, **{"n_neighbors": 5, **kwargs})
+
+
+def test_nan_and_width_mismatch(swiss_roll_small):
+    X, _ = swiss_roll_small
+    bad = X.copy()
+    bad[5, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        knn_graph(bad, 5)
+    with pytest.raises(ValueError, match="columns"):
+        NeighborIndex().fit(X).query(X[:, :2], 3)
