@@ -164,6 +164,7 @@ def as_array(
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     min_rows: int = 2,
     check_finite: bool = True,
+    extra_row_bytes: int = 0,
 ) -> da.Array:
     """Turn array-like input into a validated dask array chunked by rows.
 
@@ -188,6 +189,11 @@ def as_array(
     check_finite : bool
         Check for NaN/Inf lazily, inside the first pass over the data (no extra
         pass): the error is raised when the result is computed.
+    extra_row_bytes : int
+        Bytes per row that the consumer produces or holds besides the row
+        itself (a neighbour query's k indices and distances, say). Counted in
+        the chunk size, so a block's output, not only its input, stays within
+        ``chunk_bytes``.
 
     Returns
     -------
@@ -226,7 +232,7 @@ def as_array(
                 raise TypeError(f"{name} could not be read as an array: {exc}") from exc
         if X.ndim == 2 and X.shape[0] >= 1 and X.shape[1] >= 1 and X.dtype.kind in "biuf":
             itemsize = _float_dtype(X.dtype, name).itemsize
-            arr = _from_numpy(X, _row_chunks(X.shape[0], X.shape[1] * itemsize, chunk_bytes, None))
+            arr = _from_numpy(X, _row_chunks(X.shape[0], X.shape[1] * itemsize + extra_row_bytes, chunk_bytes, None))
         else:  # invalid input: let the checks below name the problem
             arr = da.from_array(X, chunks=X.shape or 1, name=False)
 
@@ -250,6 +256,7 @@ def as_array(
     else:
         col_chunks = arr.chunks[1]
         row_bytes = max(col_chunks) * dtype.itemsize
+    row_bytes += extra_row_bytes
     if base is None and len(arr.chunks[0]) > 1 and arr.chunks[1] == (p,):
         # A dask array already chunked sensibly by rows is kept as it is.
         sizes = np.asarray(arr.chunks[0]) * row_bytes
