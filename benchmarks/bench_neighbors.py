@@ -112,7 +112,10 @@ def child(args):
     if what == "graph":
         dataset, method = args[1], args[2]
         X = DATASETS[dataset]()
-        compile_s = warm_numba() if "nndescent" in method or method in ("pynndescent", "bigdr-auto") else 0.0
+        from bigdr.neighbors import choose_method
+
+        uses_numba = "nndescent" in method or (method == "bigdr-auto" and choose_method(*X.shape, "euclidean") == "nndescent")
+        compile_s = warm_numba() if uses_numba else None
         rows = np.random.default_rng(1).choice(len(X), N_RECALL, replace=False)
         ref_file = DATA / f"exact-{dataset}.npy"
         if not ref_file.exists():
@@ -132,25 +135,34 @@ def child(args):
         all_rows(method, X[:5000])  # untimed: first-call imports and thread pools
         ind, seconds, _ = all_rows(method, X)
         return {"seconds": seconds, "recall": recall(ind[rows], exact_sample(X, rows))}
+    if what == "landmarks":
+        from bigdr.landmarks import select_landmarks
+
+        store = Path(args[1])
+        select_landmarks(np.zeros((100, 3)), 10)  # untimed first call
+        with PeakRSS() as rss:
+            t0 = time.perf_counter()
+            landmarks, _ = select_landmarks(str(store), 20_000, random_state=0)
+            seconds = time.perf_counter() - t0
+        np.save(DATA / f"landmarks-{store.stem}.npy", landmarks)
+        return {"seconds": seconds, "peak_rss_mib": rss.peak / 2**20, "ru_maxrss_mib": ru_maxrss_mib()}
     if what == "query":
         import bigdr
-        from bigdr.landmarks import select_landmarks
         from bigdr.neighbors import NeighborIndex
 
         store = Path(args[1])
+        landmarks = np.load(DATA / f"landmarks-{store.stem}.npy")
         out = Path(tempfile.mkdtemp(dir=DATA)) / "q.zarr"
         NeighborIndex().fit(np.zeros((100, 3))).query(np.zeros((10, 3)), 5)  # untimed first call
         with PeakRSS() as rss:
             t0 = time.perf_counter()
-            landmarks, _ = select_landmarks(str(store), 20_000, random_state=0)
-            t_land = time.perf_counter() - t0
             index = NeighborIndex().fit(landmarks)
             ind, dist = index.query(str(store), 10)
             bigdr.write_zarr({"indices": ind, "distances": dist}, out)
             total = time.perf_counter() - t0
         shutil.rmtree(out.parent)
-        return {"seconds": total, "landmark_seconds": t_land, "peak_rss_mib": rss.peak / 2**20,
-                "ru_maxrss_mib": ru_maxrss_mib(), "method": index.method_}
+        return {"seconds": total, "peak_rss_mib": rss.peak / 2**20, "ru_maxrss_mib": ru_maxrss_mib(),
+                "method": index.method_, "chunk_rows": int(ind.chunks[0][0])}
     if what == "warmup":
         t = warm_numba()
         return {"seconds": t}
@@ -163,19 +175,29 @@ GRAPH_METHODS = {
 }
 
 
+def render_graph(res):
+    lines = ["## All-rows kNN graph, k = 15\n",
+             "| data | method | chosen | time | numba compile (paid once per process, before the timed run) | peak RSS (MiB) | recall@15 (10k rows) |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for key, r in res.items():
+        dataset, m = key.split("/")
+        compile_s = r["numba_compile_seconds"]
+        shown = "none (no numba)" if compile_s is None or r["method_used"] not in ("nndescent",) else f"{compile_s:.1f} s"
+        lines.append(f"| {dataset} | {m} | {r['method_used']} | {r['seconds']:.1f} s | {shown} | "
+                     f"{r['peak_rss_mib']:.0f} | {r['recall']:.4f} |")
+    lines.append("\nTimes exclude an untimed first call on 5000 rows (imports, thread pools) and numba compilation; "
+                 "one run each.")
+    return "\n".join(lines) + "\n"
+
+
 def run_graph():
     res = {}
-    lines = ["## All-rows kNN graph, k = 15\n",
-             "| data | method | chosen | time | numba compile (separate) | peak RSS (MiB) | recall@15 (10k rows) |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
     for dataset, methods in GRAPH_METHODS.items():
         for m in methods:
             r = run_child(SCRIPT, "graph", dataset, m, env={"NUMBA_CACHE_DIR": str(DATA / "numba-cache")})
             res[f"{dataset}/{m}"] = r
             print(dataset, m, r, flush=True)
-            lines.append(f"| {dataset} | {m} | {r['method_used']} | {r['seconds']:.1f} s | "
-                         f"{r['numba_compile_seconds']:.1f} s | {r['peak_rss_mib']:.0f} | {r['recall']:.4f} |")
-    return res, "\n".join(lines) + "\n"
+    return res, render_graph(res)
 
 
 def run_sweep():
@@ -196,17 +218,19 @@ def run_query():
 
     res = {}
     lines = ["## Blockwise query against a 20k-landmark index (k = 10), zarr swiss roll on disk, result written to zarr\n",
-             "| rows | index | time (incl. landmark pass) | landmark selection pass | peak RSS (MiB) | ru_maxrss (MiB) |",
-             "| --- | --- | --- | --- | --- | --- |"]
+             "Landmark selection and the query run in separate processes, so each peak is its own.\n",
+             "| rows | landmark pass: time | landmark pass: peak RSS (MiB) | query + write: time | query + write: peak RSS (MiB) | index | rows per chunk |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     for n in (1_000_000, 10_000_000):
         store = DATA / f"swissroll-{n // 1_000_000}M.zarr"
         if not store.exists():
             generate("swiss-roll", store, n, noise=0.05, seed=0)
-        r = run_child(SCRIPT, "query", str(store))
-        res[n] = r
-        print(n, r, flush=True)
-        lines.append(f"| {n:,} | {r['method']} | {r['seconds']:.1f} s | {r['landmark_seconds']:.1f} s | "
-                     f"{r['peak_rss_mib']:.0f} | {r['ru_maxrss_mib']:.0f} |")
+        lm = run_child(SCRIPT, "landmarks", str(store))
+        q = run_child(SCRIPT, "query", str(store))
+        res[n] = {"landmarks": lm, "query": q}
+        print(n, res[n], flush=True)
+        lines.append(f"| {n:,} | {lm['seconds']:.1f} s | {lm['peak_rss_mib']:.0f} | {q['seconds']:.1f} s | "
+                     f"{q['peak_rss_mib']:.0f} | {q['method']} | {q['chunk_rows']:,} |")
     return res, "\n".join(lines) + "\n"
 
 

@@ -373,13 +373,49 @@ def write_zarr(
                 target = root.create_array(key, shape=arr.shape, chunks=chunks, dtype=arr.dtype, attributes=attrs)
             sources.append(arr)
             targets.append(target)
-        stored = da.store(sources, targets, lock=False, compute=False)
-        _compute(stored)
+        _compute(_store_together(sources, targets))
         _publish(tmp, final, overwrite)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return final
+
+
+def _write_row_block(start: np.ndarray, *blocks: np.ndarray, targets: list) -> np.ndarray:
+    first = int(start[0])
+    for block, target in zip(blocks, targets):
+        target[first : first + len(block)] = block
+    return np.zeros(1)
+
+
+def _store_together(sources: list[da.Array], targets: list):
+    """A graph writing ``sources`` into ``targets``; returns something to compute.
+
+    When every source has the same row chunks and one chunk along the other
+    axes, a single task per row block writes that block of every source. Outputs
+    that share an upstream result (a neighbour query's indices and distances)
+    then release it as soon as it is written; as separate store tasks dask held
+    such results for many blocks (peak memory grew with n: 558 MiB at 1M rows,
+    940 MiB at 10M, measured).
+    """
+    rows = sources[0].chunks[0] if sources and sources[0].ndim else None
+    aligned = rows is not None and all(
+        s.ndim >= 1 and s.chunks[0] == rows and all(len(c) == 1 for c in s.chunks[1:]) for s in sources
+    )
+    if not aligned:
+        return da.store(sources, targets, lock=False, compute=False)
+    letters = "jklmnopqrstuvwxyz"
+    starts = da.from_array(np.cumsum((0,) + rows[:-1]), chunks=1)
+    # Distinct letters per source: their other axes need not agree in size.
+    args = [starts, "i"]
+    pos = 0
+    for s in sources:
+        index = "i" + letters[pos : pos + s.ndim - 1]
+        pos += s.ndim - 1
+        args += [s, index]
+    written = da.blockwise(_write_row_block, "i", *args, targets=targets, concatenate=True, align_arrays=False,
+                           adjust_chunks={"i": 1}, dtype=float, meta=np.empty((0,)))
+    return written.sum()
 
 
 def read_attrs(path: str | os.PathLike) -> dict:

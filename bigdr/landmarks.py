@@ -61,7 +61,8 @@ def _merge_samples(a: _Sample, b: _Sample, m: int) -> _Sample:
 
 def uniform_sample(X: Any, size: int, random_state: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``size`` rows drawn uniformly without replacement in one pass: (rows, indices)."""
-    Xd = as_array(X)
+    # Per row the pass holds a key, an index and the partition's scratch.
+    Xd = as_array(X, extra_row_bytes=32)
     size = _check_count(size, Xd.shape[0], "size")
     seed = _seed(random_state)
     (s,) = compute(tree_reduce(Xd, functools.partial(_sample_block, m=size, seed=seed),

@@ -135,3 +135,10 @@ def test_write_group(tmp_path, rng):
 def test_write_rejects_urls(tmp_path):
     with pytest.raises(ValueError, match="URL"):
         write_zarr(np.ones((2, 2)), "s3://bucket/x.zarr")
+
+
+def test_extra_row_bytes_shrinks_row_chunks():
+    X = da.zeros((1_000_000, 4), chunks=(1_000_000, 4))
+    plain = as_array(X, chunk_bytes=8 * 2**20)
+    wide_output = as_array(X, chunk_bytes=8 * 2**20, extra_row_bytes=96)
+    assert max(wide_output.chunks[0]) * (32 + 96) <= 8 * 2**20 < max(plain.chunks[0]) * (32 + 96)

@@ -117,3 +117,27 @@ def test_nan_and_width_mismatch(swiss_roll_small):
         knn_graph(bad, 5)
     with pytest.raises(ValueError, match="columns"):
         NeighborIndex().fit(X).query(X[:, :2], 3)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "sqeuclidean", "cosine", "manhattan", "chebyshev"])
+def test_brute_force_index_is_exact(manifold_50d, metric):
+    X = manifold_50d
+    index = NeighborIndex(metric=metric, method="brute").fit(X[:1500])
+    ind, dist = index.query_block(X[1500:], 8)
+    ref_metric = "euclidean" if metric == "sqeuclidean" else metric
+    rdist, rind = NearestNeighbors(n_neighbors=8, metric=ref_metric, algorithm="brute").fit(X[:1500]).kneighbors(X[1500:])
+    if metric == "sqeuclidean":
+        rdist = rdist**2
+    np.testing.assert_array_equal(ind, rind)
+    np.testing.assert_allclose(dist, rdist, rtol=1e-5, atol=1e-6)
+
+
+def test_query_chunks_bound_the_output_not_only_the_input():
+    from bigdr.io import as_array
+
+    X = da.zeros((2_000_000, 3), chunks=(2_000_000, 3))
+    assert max(as_array(X).chunks[0]) == 2_000_000  # 48 MB of input: one chunk
+    index = NeighborIndex().fit(np.random.default_rng(0).standard_normal((100, 3)))
+    ind, dist = index.query(X, 10)
+    # 10 neighbours in float64/int64 would be 320 MB for one chunk of 2M rows.
+    assert max(ind.chunks[0]) * (3 * 8 + 10 * 48 + 16) <= 128 * 2**20
