@@ -122,7 +122,6 @@ def child(args: list[str]) -> dict:
                 "smallest_sv_rel_err": float(rel[-1]), "smallest_component_sin": float(sin[-1]),
                 "leading_components_within_1e-3": leading_within(1e-3)}
     if case in ("disk-read", "disk-fit", "disk-fit-tsqr"):
-        import dask.array as da
 
         import bigdr
 

@@ -2,10 +2,12 @@
 
 from ._version import __version__
 from .io import as_array, write_zarr
+from .isomap import Isomap
 from .landmarks import select_landmarks
+from .mds import ClassicalMDS, LandmarkMDS
 from .neighbors import KNNGraph, NeighborIndex, knn_graph
 from .pca import PCA
 from .persist import load
 
-__all__ = ["PCA", "KNNGraph", "NeighborIndex", "as_array", "knn_graph", "load", "select_landmarks", "write_zarr",
+__all__ = ["PCA", "ClassicalMDS", "LandmarkMDS", "Isomap", "KNNGraph", "NeighborIndex", "as_array", "knn_graph", "load", "select_landmarks", "write_zarr",
            "__version__"]

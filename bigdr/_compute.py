@@ -82,3 +82,16 @@ def _compute_with_progress(collections, kwargs):
 
     with ProgressBar(minimum=1.0, out=sys.stderr):
         return dask.compute(*collections, **kwargs)
+
+
+def parallelism() -> int:
+    """How many tasks the current scheduler runs at once (worker threads in all)."""
+    client = _distributed_client()
+    if client is not None:
+        try:
+            return max(1, sum(client.nthreads().values()))
+        except Exception:  # pragma: no cover - a client between connections
+            return 1
+    import os
+
+    return max(1, int(dask.config.get("num_workers", None) or os.cpu_count() or 1))

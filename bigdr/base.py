@@ -65,3 +65,10 @@ def wants_numpy(X: Any) -> bool:
     """Whether the caller gave in-memory data (so gets numpy back)."""
     # A path, zarr array or h5py dataset may be larger than memory: stay lazy.
     return isinstance(X, (np.ndarray, list, tuple)) and not isinstance(X, da.Array)
+
+
+def check_positive_int(value: Any, name: str) -> int:
+    """``value`` as an int >= 1, or a ValueError naming the parameter."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive int; got {value!r}.")
+    return int(value)

@@ -134,3 +134,34 @@ def largest_component(adjacency: sp.spmatrix | KNNGraph) -> np.ndarray:
     """Row indices of the largest connected component (sorted)."""
     _, labels, _ = connected_components(adjacency)
     return np.flatnonzero(labels == 0)
+
+
+def join_components(adjacency: sp.spmatrix, points: np.ndarray, metric: str = "euclidean") -> sp.csr_matrix:
+    """Join the components of a symmetric distance graph by their shortest links.
+
+    Each round links every component but the largest to its nearest point
+    outside it (one new edge, weighted by the distance), until one component
+    is left; every round at least halves the count. Cost per round: one
+    neighbour index per joined component (fine for a few components; many
+    tiny ones mean too few neighbours, better fixed at the source).
+    """
+    from .neighbors import NeighborIndex
+
+    A = sp.csr_matrix(adjacency, dtype=np.float32)
+    points = np.asarray(points)
+    while True:
+        n_comp, labels, _ = connected_components(A)
+        if n_comp == 1:
+            return A
+        rows, cols, vals = [], [], []
+        for c in range(1, n_comp):
+            inside = np.flatnonzero(labels == c)
+            outside = np.flatnonzero(labels != c)
+            index = NeighborIndex(metric).fit(points[outside])
+            ind, dist = index.query_block(points[inside], 1)
+            j = int(np.argmin(dist[:, 0]))
+            rows.append(inside[j])
+            cols.append(outside[ind[j, 0]])
+            vals.append(max(float(dist[j, 0]), TINY))
+        link = sp.csr_matrix((vals, (rows, cols)), shape=A.shape, dtype=np.float32)
+        A = A.maximum(link).maximum(link.T).tocsr()

@@ -7,7 +7,7 @@ positive** (the same rule as scikit-learn's ``svd_flip(u_based_decision=False)``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
 import dask.array as da
 import numpy as np
@@ -55,6 +55,38 @@ def _random_state(random_state: Any) -> np.random.Generator:
     raise TypeError(f"random_state must be None, an int or a numpy Generator; got {type(random_state).__name__}.")
 
 
+def randomized_eigh(
+    apply: Callable[[np.ndarray], np.ndarray],
+    dim: int,
+    width: int,
+    n_iter: int = 4,
+    random_state: Any = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Ritz pairs of a symmetric operator by randomized subspace iteration.
+
+    Halko, Martinsson & Tropp (2011), Algorithms 4.4/5.3: ``Z = orth(A Omega)``,
+    ``n_iter`` times ``Z = orth(A Z)``, then the eigen-decomposition of
+    ``Z^T A Z``. ``apply`` maps a ``(dim, width)`` numpy matrix to ``A`` times
+    it (one pass over the data when ``A`` is a dask expression). Power
+    iteration favours the eigenvalues of largest *magnitude*, so for an
+    indefinite ``A`` negative eigenvalues appear among the pairs returned.
+
+    Returns
+    -------
+    values : (width,) Ritz values, descending
+    vectors : (dim, width) orthonormal columns
+    """
+    rng = _random_state(random_state)
+    Z, _ = np.linalg.qr(rng.standard_normal((dim, width)))
+    for _ in range(n_iter):
+        Z, _ = np.linalg.qr(apply(Z))
+    W = apply(Z)
+    T = Z.T @ W
+    values, U = scipy.linalg.eigh((T + T.T) / 2)
+    order = np.argsort(values)[::-1]
+    return values[order], Z @ U[:, order]
+
+
 def randomized_scatter_eig(
     X: da.Array,
     mean: np.ndarray,
@@ -65,13 +97,12 @@ def randomized_scatter_eig(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top eigenpairs of the scatter of ``X - mean`` by randomized subspace iteration.
 
-    Halko, Martinsson & Tropp (2011), Algorithms 4.3/5.1 applied to
-    ``A = Xc^T Xc`` with ``Xc = X - mean`` formed block by block inside the
-    graph (the centred matrix is never stored). Each iteration is one pass
-    over ``X``: ``W = Xc^T (Xc Z)``, then ``Z = qr(W)``; a final Rayleigh–Ritz
-    step on ``Z^T A Z`` gives the eigenpairs. ``X`` may be chunked along both
-    axes. The test matrix is drawn from ``random_state`` in the driver, so the
-    result does not depend on chunking or scheduler.
+    :func:`randomized_eigh` applied to ``A = Xc^T Xc`` with ``Xc = X - mean``
+    formed block by block inside the graph (the centred matrix is never
+    stored): each product ``Xc^T (Xc Z)`` is one pass over ``X``, which may
+    be chunked along both axes. The test matrix is drawn from
+    ``random_state`` in the driver, so the result does not depend on chunking
+    or scheduler.
 
     Returns
     -------
@@ -80,19 +111,56 @@ def randomized_scatter_eig(
     """
     n, p = X.shape
     width = int(min(n_components + n_oversamples, p, n))
-    rng = _random_state(random_state)
-    Z, _ = np.linalg.qr(rng.standard_normal((p, width)))
     Xc = X - mean.astype(X.dtype)
-    W = Z
-    for it in range(n_iter + 1):
-        Zd = da.from_array(Z, chunks=(X.chunks[1], width))
-        (W,) = compute(Xc.T @ (Xc @ Zd))
-        if it < n_iter:
-            Z, _ = np.linalg.qr(W)
-    T = Z.T @ W
-    evals, U = scipy.linalg.eigh((T + T.T) / 2)
-    order = np.argsort(evals)[::-1][:n_components]
-    return np.clip(evals[order], 0, None), (Z @ U[:, order]).T
+
+    def apply(Z: np.ndarray) -> np.ndarray:
+        Zd = da.from_array(Z, chunks=(X.chunks[1], Z.shape[1]))
+        return np.asarray(compute(Xc.T @ (Xc @ Zd))[0], dtype=np.float64)
+
+    evals, vecs = randomized_eigh(apply, p, width, n_iter, random_state)
+    return np.clip(evals[:n_components], 0, None), vecs[:, :n_components].T
+
+
+class SymmetricSpectrum(NamedTuple):
+    """Leading eigenpairs of a symmetric matrix and how indefinite it is."""
+
+    values: np.ndarray  #: (k,) descending
+    vectors: np.ndarray  #: (n, k) columns, sign convention applied
+    negative_mass: float  #: sum |negative eigenvalues| / sum |eigenvalues| over those computed
+    full: bool  #: whether the whole spectrum was computed (else the largest-magnitude part)
+
+
+#: Dense LAPACK ``eigh`` (whole spectrum) up to this size; ARPACK above.
+DENSE_EIGH_MAX = 2000
+
+
+def top_eigh(B: np.ndarray, k: int, random_state: Any = 0, extra: int = 10) -> SymmetricSpectrum:
+    """Top ``k`` eigenpairs of a symmetric in-memory matrix, choosing the solver.
+
+    Up to :data:`DENSE_EIGH_MAX` rows: LAPACK ``eigh`` of the whole spectrum,
+    so ``negative_mass`` is exact. Above: ARPACK (``eigsh``) for the ``k +
+    extra`` eigenvalues of largest magnitude, which contain the top ``k``
+    positive ones unless more than ``extra`` negative eigenvalues outrank
+    them (then a second ARPACK run asks for the largest algebraic ones);
+    ``negative_mass`` then covers the eigenvalues computed.
+    """
+    B = np.asarray(B, dtype=np.float64)
+    n = B.shape[0]
+    if n <= DENSE_EIGH_MAX:
+        w, V = scipy.linalg.eigh((B + B.T) / 2, check_finite=False)
+        full = True
+    else:
+        from scipy.sparse.linalg import eigsh
+
+        v0 = _random_state(random_state).uniform(-1, 1, n)
+        w, V = eigsh(B, k=min(n - 1, k + extra), which="LM", v0=v0)
+        full = False
+    total = float(np.abs(w).sum())
+    negative_mass = float(np.abs(w[w < 0]).sum() / total) if total > 0 else 0.0
+    if not full and np.count_nonzero(w > 0) < k:
+        w, V = eigsh(B, k=k, which="LA", v0=v0)
+    order = np.argsort(w)[::-1][:k]
+    return SymmetricSpectrum(w[order], flip_signs(V[:, order].T).T, negative_mass, full)
 
 
 def samples_gram_eig(X: da.Array, mean: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -27,9 +27,11 @@ FORMAT_VERSION = 1
 
 
 def _registry() -> dict[str, type]:
+    from .isomap import Isomap
+    from .mds import ClassicalMDS, LandmarkMDS
     from .pca import PCA
 
-    return {cls.__name__: cls for cls in (PCA,)}
+    return {cls.__name__: cls for cls in (PCA, ClassicalMDS, LandmarkMDS, Isomap)}
 
 
 def _digest(a: np.ndarray) -> str:

@@ -1,4 +1,3 @@
-import os
 
 import dask.array as da
 import h5py

@@ -1,0 +1,446 @@
+"""Isomap for millions of rows (Tenenbaum, de Silva & Langford 2000; notes 000, 001, 003).
+
+Isomap approximates geodesic distances on the data manifold by shortest
+paths through a neighbourhood graph (kNN or epsilon), then embeds them by
+classical MDS. Three modes share one code path: a *reference set* of rows
+on which the graph is built, ``m`` landmarks among them, the geodesics
+``G`` (reference rows x landmarks) by Dijkstra from every landmark, landmark
+MDS on the landmarks' block of ``G``, and triangulation of every row from
+its squared geodesics to the landmarks (:mod:`bigdr.mds`).
+
+``exact``
+    Graph of all rows, every row a landmark: classical MDS of the full
+    geodesic matrix, as scikit-learn's Isomap. O(n^2) memory.
+``landmark``
+    Graph of all rows (O(n k) in one process), Dijkstra from ``m``
+    landmarks only (de Silva & Tenenbaum 2003, "Global versus local methods
+    in nonlinear dimensionality reduction"), split over dask workers by
+    landmark. O(n k + n m) memory, never n x n.
+``sampled``
+    For data larger than one process: the graph is built on a uniform
+    sample of ``graph_sample`` rows (one pass), the geodesics among the
+    sample as above, and every row is attached to the sample through its
+    ``n_neighbors`` nearest sample rows: ``g(x, l) = min_j |x - s_j| +
+    G(s_j, l)``, then triangulated, blockwise. Memory independent of n.
+    The same attachment is ``transform`` in every mode (with the reference
+    set as the sample), so new rows embed without refitting.
+"""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+
+from ._compute import compute, parallelism
+from .base import BaseEstimator, check_positive_int, wants_numpy
+from .graphs import (
+    DisconnectedGraphWarning,
+    connected_components,
+    join_components,
+    radius_graph,
+    to_csr,
+)
+from .io import _from_numpy, as_array
+from .landmarks import _seed, maxmin, uniform_sample
+from .mds import Triangulation, extend_blockwise, landmark_mds, triangulate
+from .neighbors import NeighborIndex, _check_metric, knn_graph
+
+#: ``landmarks="auto"``: exact Isomap up to this many rows.
+EXACT_MAX = 2_000
+#: Exact mode refuses more rows than this (the n x n geodesics would pass 6 GiB).
+EXACT_LIMIT = 40_000
+#: ``landmarks="auto"``: this many landmarks above ``EXACT_MAX`` rows.
+DEFAULT_LANDMARKS = 256
+#: ``graph_sample="auto"``: the graph of all rows up to this many rows, a sample above.
+GRAPH_ALL_MAX = 200_000
+#: ``graph_sample="auto"``: the sample size above ``GRAPH_ALL_MAX`` rows.
+DEFAULT_GRAPH_SAMPLE = 100_000
+#: Sample of reference rows on which the residual variance is estimated.
+RESIDUAL_SAMPLE = 1_000
+#: Radius mode: rows are attached through their reference rows within the
+#: radius among this many nearest.
+RADIUS_ATTACH = 32
+
+
+# -- graph builders -----------------------------------------------------------
+def _dijkstra_group(graph: sp.csr_matrix, sources: np.ndarray) -> np.ndarray:
+    from scipy.sparse.csgraph import dijkstra
+
+    return dijkstra(graph, directed=True, indices=sources).astype(np.float32)
+
+
+def landmark_geodesics(graph: sp.csr_matrix, sources: np.ndarray, group_size: int = 8) -> np.ndarray:
+    """Shortest-path distances from each source to every node: ``(n_nodes, len(sources))`` float32.
+
+    ``graph`` must be symmetric (an undirected graph stored both ways).
+    The sources are split into groups of ``group_size``; each group is one
+    dask task (scipy's Dijkstra), and the graph enters the dask graph as one
+    key, so a cluster ships it to each worker once. Groups run a batch at a
+    time (twice the scheduler's parallelism) and are copied into the result
+    as they finish, so at most a batch of partial results is held twice.
+    Unreachable nodes get ``inf``.
+    """
+    sources = np.asarray(sources, dtype=np.int64)
+    n = graph.shape[0]
+    out = np.empty((n, len(sources)), dtype=np.float32)
+    key = dask.delayed(graph, name=f"bigdr-graph-{uuid.uuid4().hex}", traverse=False)
+    starts = list(range(0, len(sources), group_size))
+    batch = 2 * parallelism()
+    for b in range(0, len(starts), batch):
+        chunk = starts[b : b + batch]
+        tasks = [dask.delayed(_dijkstra_group, pure=True)(key, sources[s : s + group_size]) for s in chunk]
+        for s, part in zip(chunk, compute(*tasks)):
+            out[:, s : s + len(part)] = part.T
+    return out
+
+
+def _attach(ind: np.ndarray, dist: np.ndarray, geodesics: np.ndarray) -> np.ndarray:
+    """``g[i, l] = min_j dist[i, j] + geodesics[ind[i, j], l]`` (rows reached through neighbours)."""
+    g = np.full((len(ind), geodesics.shape[1]), np.inf, dtype=np.float32)
+    for j in range(ind.shape[1]):
+        np.minimum(g, dist[:, j, None] + geodesics[ind[:, j]], out=g)
+    return g
+
+
+class _GeodesicExtension:
+    """The reference index, its geodesics and the triangulation: what a worker needs to place rows."""
+
+    def __init__(self, index: NeighborIndex, geodesics: np.ndarray, tri: Triangulation, k: int,
+                 radius: float | None) -> None:
+        self.index = index
+        self.geodesics = geodesics
+        self.tri = tri
+        self.k = k
+        self.radius = radius
+        self.key = f"bigdr-isomap-extension-{uuid.uuid4().hex}"
+
+    def embed_block(self, block: np.ndarray) -> np.ndarray:
+        m = self.geodesics.shape[1]
+        rows = max(256, (32 << 20) // (4 * m))  # ~32 MiB of row x landmark geodesics per piece
+        out = np.empty((len(block), self.tri.pinv.shape[1]))
+        for s in range(0, len(block), rows):
+            ind, dist = self.index.query_block(block[s : s + rows], self.k)
+            if self.radius is not None:  # keep the nearest always, the rest within the radius
+                dist = dist.copy()
+                dist[:, 1:][dist[:, 1:] > self.radius] = np.inf
+            g = _attach(ind, dist, self.geodesics)
+            out[s : s + len(g)] = triangulate(g.astype(np.float64) ** 2, self.tri)
+        return out
+
+
+def residual_variance(geodesics: np.ndarray, row_embedding: np.ndarray, landmark_embedding: np.ndarray) -> np.ndarray:
+    """``1 - R^2`` between geodesic and embedding distances, for 1..d dimensions (Tenenbaum et al. 2000).
+
+    ``geodesics`` is (rows x landmarks); pairs with an infinite geodesic are skipped.
+    """
+    from scipy.spatial.distance import cdist
+
+    ok = np.isfinite(geodesics)
+    g = geodesics[ok].astype(np.float64)
+    out = np.empty(row_embedding.shape[1])
+    for d in range(1, row_embedding.shape[1] + 1):
+        e = cdist(row_embedding[:, :d], landmark_embedding[:, :d])[ok]
+        r = np.corrcoef(g, e)[0, 1] if g.size > 1 and e.std() > 0 and g.std() > 0 else 0.0
+        out[d - 1] = 1.0 - r**2
+    return out
+
+
+# -- the estimator ----------------------------------------------------------------
+class Isomap(BaseEstimator):
+    """Isomap embedding, exact or by landmarks, for data of any size.
+
+    Parameters
+    ----------
+    n_components : int
+    n_neighbors : int or None
+        Neighbours per row in the kNN graph (union-symmetrised, as
+        scikit-learn). Default 10: scikit-learn's 5 often leaves large noisy
+        samples disconnected. Set to None when ``radius`` is given.
+    radius : float or None
+        Epsilon graph instead: rows within ``radius`` are joined (exact,
+        KD-tree metrics only). New rows attach through their reference rows
+        within the radius among the nearest 32 (always the nearest one).
+    landmarks : "auto", None, int or array of rows
+        ``None``: exact Isomap (all rows are landmarks; at most 40,000 rows).
+        int ``m``: landmark Isomap with ``m`` landmarks chosen among the
+        reference rows. A 2-D array: these rows (added to the graph) are the
+        landmarks. ``"auto"``: exact up to 2,000 rows, else 256 landmarks.
+    graph_sample : "auto", None or int
+        Rows the neighbourhood graph is built on. ``None``: all rows (held in
+        this process, O(n k)). int ``M``: a uniform sample of ``M`` rows drawn
+        in one pass; every row is attached to the sample (memory independent
+        of n). ``"auto"``: all rows up to 200,000 rows, else a 100,000-row
+        sample.
+    landmark_method : {"random", "maxmin"}
+        How landmarks are picked among the reference rows: uniformly, or by
+        farthest-point selection (even coverage).
+    metric : str
+        Distance for the graph (``euclidean``, ``manhattan``, ``chebyshev``,
+        ``cosine``, or any metric of the neighbour search).
+    neighbor_method : {"auto", "kdtree", "brute", "nndescent"}
+        Neighbour search (:func:`bigdr.knn_graph`).
+    on_disconnected : {"raise", "largest", "join"}
+        What to do when the graph has several components. ``raise``: a
+        ValueError naming the component sizes. ``largest``: landmarks only in
+        the largest component; rows that cannot reach it get NaN coordinates
+        (with a warning). ``join``: link each component to its nearest point
+        outside it until the graph is connected.
+    random_state : int
+
+    Attributes
+    ----------
+    mode_ : {"exact", "landmark", "sampled"}
+    embedding_ : (n, n_components), when ``X`` is in memory (numpy)
+    eigenvalues_ : (n_components,)
+        Leading eigenvalues of the landmarks' double-centred squared geodesics.
+    negative_mass_ : float
+        How far the geodesics are from Euclidean (see :class:`bigdr.ClassicalMDS`).
+    residual_variance_ : (n_components,)
+        ``1 - R^2`` between geodesic and embedding distances using the first
+        1..n_components axes, estimated on up to 1,000 reference rows x all
+        landmarks. Look for the elbow to choose the dimension.
+    reference_rows_ : (n_ref, p)
+        Rows of the graph: all training rows, or the sample.
+    geodesics_ : (n_ref, m) float32
+        Graph distances from every reference row to every landmark.
+    landmark_indices_ : (m,)
+        Positions of the landmarks among the reference rows.
+    n_components_found_ : int
+        Number of connected components of the graph (before joining).
+    """
+
+    def __init__(self, n_components: int = 2, n_neighbors: int | None = 10, radius: float | None = None,
+                 landmarks: Any = "auto", graph_sample: Any = "auto", landmark_method: str = "random",
+                 metric: str = "euclidean", neighbor_method: str = "auto", on_disconnected: str = "raise",
+                 random_state: int = 0) -> None:
+        self.n_components = n_components
+        self.n_neighbors = n_neighbors
+        self.radius = radius
+        self.landmarks = landmarks
+        self.graph_sample = graph_sample
+        self.landmark_method = landmark_method
+        self.metric = metric
+        self.neighbor_method = neighbor_method
+        self.on_disconnected = on_disconnected
+        self.random_state = random_state
+
+    # -- parameters --------------------------------------------------------------
+    def _check_params(self) -> None:
+        check_positive_int(self.n_components, "n_components")
+        if (self.n_neighbors is None) == (self.radius is None):
+            raise ValueError("Give exactly one of n_neighbors and radius (set the other to None).")
+        if self.n_neighbors is not None:
+            check_positive_int(self.n_neighbors, "n_neighbors")
+        if self.radius is not None and not (np.isscalar(self.radius) and self.radius > 0):
+            raise ValueError(f"radius must be a positive number; got {self.radius!r}.")
+        if self.on_disconnected not in ("raise", "largest", "join"):
+            raise ValueError(f"on_disconnected must be 'raise', 'largest' or 'join'; got {self.on_disconnected!r}.")
+        if self.landmark_method not in ("random", "maxmin"):
+            raise ValueError(f"landmark_method must be 'random' or 'maxmin'; got {self.landmark_method!r}.")
+        _check_metric(self.metric, "auto" if self.radius is None else "kdtree")
+        _seed(self.random_state)
+
+    def _plan(self, n: int) -> tuple[str, int]:
+        """The mode and the size of the reference set (before any landmark rows are added)."""
+        gs = self.graph_sample
+        if isinstance(gs, str) and gs == "auto":
+            n_ref = n if n <= GRAPH_ALL_MAX else DEFAULT_GRAPH_SAMPLE
+        elif gs is None:
+            n_ref = n
+        elif isinstance(gs, (int, np.integer)) and not isinstance(gs, bool) and gs >= 2:
+            n_ref = min(int(gs), n)
+        else:
+            raise ValueError(f"graph_sample must be 'auto', None or an int >= 2; got {gs!r}.")
+        lm = self.landmarks
+        if lm is None:
+            if n_ref < n:
+                raise ValueError("landmarks=None (exact Isomap) needs the graph of all rows; set graph_sample=None.")
+            if n > EXACT_LIMIT:
+                raise ValueError(f"Exact Isomap of {n} rows needs {n * n * 4 / 2**30:.1f} GiB of geodesics; "
+                                 f"use landmarks (an int, or 'auto') for more than {EXACT_LIMIT} rows.")
+            return "exact", n_ref
+        if isinstance(lm, str):
+            if lm != "auto":
+                raise ValueError(f"landmarks must be 'auto', None, an int or an array of rows; got {lm!r}.")
+            if n_ref == n and n <= EXACT_MAX:
+                return "exact", n_ref
+        return ("sampled" if n_ref < n else "landmark"), n_ref
+
+    def _n_landmarks(self, n_ref: int) -> int:
+        lm = self.landmarks
+        if isinstance(lm, str):
+            return min(DEFAULT_LANDMARKS, n_ref)
+        if isinstance(lm, bool) or not isinstance(lm, (int, np.integer)):
+            raise TypeError(f"landmarks must be 'auto', None, an int or an array of rows; got {type(lm).__name__}.")
+        if not self.n_components < lm <= n_ref:
+            raise ValueError(f"landmarks={lm} must be more than n_components={self.n_components} and at most "
+                             f"the {n_ref} rows of the graph.")
+        return int(lm)
+
+    # -- fitting -------------------------------------------------------------------
+    def fit(self, X: Any, y: Any = None) -> "Isomap":
+        """Build the graph, the landmark geodesics and the embedding of ``X``."""
+        self._fit(X)
+        return self
+
+    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | da.Array:
+        Y = self._fit(X)
+        return self.embedding_ if wants_numpy(X) else Y
+
+    def _fit(self, X: Any) -> da.Array:
+        self._check_params()
+        Xd = as_array(X, name="X")
+        n, p = Xd.shape
+        mode, n_ref = self._plan(n)
+        if self.n_components >= n:
+            raise ValueError(f"n_components={self.n_components} must be less than the number of rows ({n}).")
+        if mode == "sampled":
+            ref, _ = uniform_sample(Xd, n_ref, _seed(self.random_state))
+        else:
+            (ref,) = compute(Xd)
+        ref = np.ascontiguousarray(ref)
+        given = self._given_landmarks(p)
+        if given is not None:
+            ref = np.vstack([ref, given.astype(ref.dtype)])
+        graph = self._graph(ref)
+        graph, eligible = self._components(graph, ref)
+        landmarks = self._choose_landmarks(ref, eligible, mode, given)
+        G = landmark_geodesics(graph, landmarks)
+        sq = G[landmarks].astype(np.float64) ** 2
+        tri = landmark_mds((sq + sq.T) / 2, self.n_components, self.random_state)
+
+        k_attach = RADIUS_ATTACH if self.radius is not None else self.n_neighbors
+        index = NeighborIndex(self.metric, self.neighbor_method).fit(ref)
+        self.mode_ = mode
+        self.n_features_in_ = p
+        self.reference_rows_ = ref
+        self.geodesics_ = G
+        self.landmark_indices_ = landmarks
+        self.triangulation_ = tri.pinv
+        self.landmark_sq_mean_ = tri.mean_sq
+        self.eigenvalues_ = tri.spectrum.values
+        self.negative_mass_ = tri.spectrum.negative_mass
+        self._ext = _GeodesicExtension(index, G, tri, min(k_attach, len(ref)), self.radius)
+
+        ref_embedding = triangulate_geodesics(G, tri)
+        self._set_residual_variance(G, ref_embedding, landmarks, eligible)
+        if mode == "sampled":
+            Y = extend_blockwise(Xd, self._ext, self.n_components)
+            if wants_numpy(X):
+                (self.embedding_,) = compute(Y)
+            return Y
+        embedding = ref_embedding[:n]
+        unreached = int(np.isnan(embedding[:, 0]).sum())
+        if unreached:
+            warnings.warn(f"{unreached} of {n} rows lie outside the largest component and have NaN coordinates.",
+                          DisconnectedGraphWarning, stacklevel=3)
+        if wants_numpy(X):
+            self.embedding_ = embedding
+        return _from_numpy(embedding, Xd.chunks[0])
+
+    def _given_landmarks(self, p: int) -> np.ndarray | None:
+        lm = self.landmarks
+        if lm is None or isinstance(lm, (str, int, np.integer)):
+            return None
+        rows = np.asarray(as_array(lm, name="landmarks").compute())
+        if rows.shape[1] != p:
+            raise ValueError(f"The landmark rows have {rows.shape[1]} columns; X has {p}.")
+        if len(rows) <= self.n_components:
+            raise ValueError(f"{len(rows)} landmark rows cannot span n_components={self.n_components} dimensions; "
+                             f"give more than n_components.")
+        return rows
+
+    def _graph(self, ref: np.ndarray) -> sp.csr_matrix:
+        if self.radius is not None:
+            return radius_graph(ref, self.radius, self.metric)
+        k = self.n_neighbors
+        if k >= len(ref):
+            raise ValueError(f"n_neighbors={k} must be less than the {len(ref)} rows of the graph.")
+        graph = knn_graph(ref, k, metric=self.metric, method=self.neighbor_method,
+                          random_state=_seed(self.random_state))
+        return to_csr(graph, "union", "distance")
+
+    def _components(self, graph: sp.csr_matrix, ref: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+        n_comp, labels, sizes = connected_components(graph)
+        self.n_components_found_ = n_comp
+        eligible = np.ones(len(ref), dtype=bool)
+        if n_comp == 1:
+            return graph, eligible
+        shown = ", ".join(str(s) for s in sizes[:10]) + (", ..." if n_comp > 10 else "")
+        what = "n_neighbors" if self.radius is None else "radius"
+        if self.on_disconnected == "raise":
+            raise ValueError(
+                f"The neighbourhood graph has {n_comp} connected components (sizes {shown}); geodesic distances "
+                f"between them are infinite. Increase {what}, or pass on_disconnected='largest' (embed the "
+                f"largest component, NaN elsewhere) or on_disconnected='join' (link components by their "
+                f"nearest points).")
+        if self.on_disconnected == "join":
+            return join_components(graph, ref, self.metric), eligible
+        warnings.warn(f"The neighbourhood graph has {n_comp} connected components (sizes {shown}); "
+                      f"embedding the largest ({sizes[0]} rows).", DisconnectedGraphWarning, stacklevel=4)
+        return graph, labels == 0
+
+    def _choose_landmarks(self, ref: np.ndarray, eligible: np.ndarray, mode: str,
+                          given: np.ndarray | None) -> np.ndarray:
+        if given is not None:
+            idx = np.arange(len(ref) - len(given), len(ref))
+            if not eligible[idx].all():
+                raise ValueError("Some of the given landmark rows lie outside the largest component of the graph.")
+            return idx
+        candidates = np.flatnonzero(eligible)
+        if mode == "exact":
+            return candidates
+        m = min(self._n_landmarks(len(ref)), len(candidates))
+        rng = np.random.default_rng(_seed(self.random_state))
+        if self.landmark_method == "random":
+            return np.sort(rng.choice(candidates, size=m, replace=False))
+        first = int(rng.integers(len(candidates)))
+        return candidates[maxmin(ref[candidates], m, first=first)]
+
+    def _set_residual_variance(self, G: np.ndarray, ref_embedding: np.ndarray, landmarks: np.ndarray,
+                               eligible: np.ndarray) -> None:
+        rng = np.random.default_rng([_seed(self.random_state), 1])
+        candidates = np.flatnonzero(eligible)
+        rows = np.sort(rng.choice(candidates, size=min(RESIDUAL_SAMPLE, len(candidates)), replace=False))
+        self.residual_variance_ = residual_variance(G[rows], ref_embedding[rows], ref_embedding[landmarks])
+
+    # -- new rows ----------------------------------------------------------------
+    def _extension(self) -> _GeodesicExtension:
+        ext = getattr(self, "_ext", None)
+        if ext is None:  # a loaded model: rebuild the index from the stored reference rows
+            tri = Triangulation(self.triangulation_, self.landmark_sq_mean_, None)
+            k = RADIUS_ATTACH if self.radius is not None else self.n_neighbors
+            index = NeighborIndex(self.metric, self.neighbor_method).fit(self.reference_rows_)
+            ext = self._ext = _GeodesicExtension(index, self.geodesics_, tri, min(k, len(self.reference_rows_)),
+                                                 self.radius)
+        return ext
+
+    def transform(self, X: Any) -> np.ndarray | da.Array:
+        """Embed new rows without refitting, blockwise.
+
+        Each row's geodesic distance to a landmark is the shortest way through
+        one of its nearest reference rows (``|x - s_j| + G(s_j, l)``, as
+        scikit-learn's ``Isomap.transform``), then it is triangulated. Rows of
+        the training set come back at their fitted coordinates.
+        """
+        self._check_fitted("geodesics_")
+        Xd = as_array(X, name="X", min_rows=1)
+        if Xd.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {Xd.shape[1]} columns; the model was fitted on {self.n_features_in_}.")
+        Y = extend_blockwise(Xd, self._extension(), self.n_components)
+        return compute(Y)[0] if wants_numpy(X) else Y
+
+
+def triangulate_geodesics(G: np.ndarray, tri: Triangulation) -> np.ndarray:
+    """Triangulate every row of a (rows x landmarks) geodesic matrix, squaring piece by piece."""
+    out = np.empty((len(G), tri.pinv.shape[1]))
+    step = max(1024, (64 << 20) // (8 * max(G.shape[1], 1)))
+    for s in range(0, len(G), step):
+        out[s : s + step] = triangulate(G[s : s + step].astype(np.float64) ** 2, tri)
+    return out

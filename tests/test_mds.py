@@ -1,0 +1,140 @@
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.spatial import procrustes
+from scipy.spatial.distance import cdist
+from sklearn.manifold import ClassicalMDS as SkClassicalMDS
+
+import bigdr.mds as mds
+from bigdr import ClassicalMDS, LandmarkMDS, load
+from bigdr.mds import NonEuclideanWarning, double_centre, landmark_mds, triangulate
+
+
+@pytest.fixture(scope="module")
+def points():
+    rng = np.random.default_rng(3)
+    return rng.standard_normal((400, 6)) * [6, 4, 2, 1, 0.3, 0.1] + 2.0
+
+
+def test_features_route_equals_sklearn(points):
+    ref = SkClassicalMDS(3).fit(points)
+    ours = ClassicalMDS(3).fit(points)
+    np.testing.assert_allclose(ours.eigenvalues_, ref.eigenvalues_, rtol=1e-10)
+    np.testing.assert_allclose(ours.embedding_, ref.embedding_, atol=1e-8)  # signs included
+    assert ours.negative_mass_ == 0.0
+
+
+def test_precomputed_non_euclidean_equals_sklearn_and_reports_negative_mass(points):
+    D = cdist(points, points, "cityblock")  # l1 distances are not Euclidean
+    ref = SkClassicalMDS(3, metric="precomputed").fit(D)
+    ours = ClassicalMDS(3, metric="precomputed").fit(D)
+    np.testing.assert_allclose(ours.embedding_, ref.embedding_, atol=1e-8)
+    w = np.linalg.eigvalsh(double_centre(D**2))
+    expected = np.abs(w[w < 0]).sum() / np.abs(w).sum()
+    assert ours.spectrum_complete_ and ours.negative_mass_ == pytest.approx(expected, rel=1e-9)
+    assert ours.negative_mass_ > 0.05
+    # The same through the lazy pairwise route (distances never stored).
+    lazy = ClassicalMDS(3, metric="manhattan").fit(points)
+    np.testing.assert_allclose(lazy.embedding_, ours.embedding_, atol=1e-8)
+
+
+def test_large_precomputed_store_uses_the_randomized_solver(tmp_path, points, monkeypatch):
+    D = cdist(points, points)
+    store = tmp_path / "d.zarr"
+    zarr.create_array(str(store), shape=D.shape, chunks=(128, 128), dtype="f8")[:] = D
+    dense = ClassicalMDS(3, metric="precomputed").fit(D)
+    monkeypatch.setattr(mds, "DENSE_EIGH_MAX", 100)
+    est = ClassicalMDS(3, metric="precomputed", n_iter=6, random_state=1)
+    Y = est.fit_transform(str(store))
+    assert isinstance(Y, da.Array) and not est.spectrum_complete_
+    np.testing.assert_allclose(est.eigenvalues_, dense.eigenvalues_, rtol=1e-8)
+    np.testing.assert_allclose(Y.compute(), dense.embedding_, atol=1e-6)
+    assert est.negative_mass_ < 1e-8
+
+
+def test_too_few_positive_eigenvalues_warns():
+    rng = np.random.default_rng(0)
+    D = rng.uniform(0.5, 1.0, (30, 30))
+    D = (D + D.T) / 2
+    np.fill_diagonal(D, 0)
+    with pytest.warns(NonEuclideanWarning, match="positive"):
+        est = ClassicalMDS(25, metric="precomputed").fit(D)
+    assert np.isfinite(est.embedding_).all()
+    assert (est.embedding_[:, est.eigenvalues_ <= 0] == 0).all()
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda D: D[:, :-1], "square"),
+        (lambda D: D + np.triu(np.ones_like(D)) * 0.5 - np.diag(np.diag(np.ones_like(D))) * 0.5, "symmetric"),
+        (lambda D: D - 5.0 + np.eye(len(D)) * 5.0, "negative"),
+        (lambda D: np.where(np.eye(len(D), dtype=bool), 1.0, D), "diagonal"),
+        (lambda D: np.where(np.arange(len(D))[:, None] == 3, np.nan, D), "NaN"),
+    ],
+)
+def test_bad_dissimilarities(points, make, match):
+    D = make(cdist(points[:50], points[:50]))
+    with pytest.raises(ValueError, match=match):
+        ClassicalMDS(2, metric="precomputed").fit(D)
+
+
+def test_bad_parameters(points):
+    with pytest.raises(ValueError, match="n_components"):
+        ClassicalMDS(400).fit(points)
+    with pytest.raises(ValueError, match="metric"):
+        ClassicalMDS(2, metric="nope").fit(points)
+    with pytest.raises(ValueError, match="n_landmarks"):
+        LandmarkMDS(3, n_landmarks=3).fit(points)
+    with pytest.raises(ValueError, match="n_landmarks"):
+        LandmarkMDS(3, n_landmarks=1000).fit(points)
+
+
+def test_triangulation_gives_landmarks_back():
+    rng = np.random.default_rng(1)
+    L = rng.standard_normal((40, 5))
+    sq = cdist(L, L, "sqeuclidean")
+    tri = landmark_mds(sq, 5)
+    emb = triangulate(sq, tri)
+    # Full rank: the landmark configuration is recovered up to a rigid motion.
+    np.testing.assert_allclose(cdist(emb, emb), cdist(L, L), atol=1e-9)
+
+
+def test_landmark_mds_is_exact_on_low_rank_euclidean_data(points):
+    # Rank-3 data: m > 3 landmarks in general position determine every point.
+    X = points[:, :3] @ np.random.default_rng(2).standard_normal((3, 8))
+    est = LandmarkMDS(3, n_landmarks=20, random_state=4).fit(X)
+    exact = ClassicalMDS(3).fit_transform(X)
+    assert procrustes(exact, est.embedding_)[2] < 1e-12
+    np.testing.assert_allclose(est.transform(est.landmarks_), est.landmark_embedding_, atol=1e-9)
+
+
+def test_landmark_mds_with_a_dissimilarity_function(points):
+    def l1(A, B):
+        return cdist(A, B, "cityblock")
+
+    a = LandmarkMDS(2, n_landmarks=60, metric=l1, random_state=0).fit_transform(points)
+    b = LandmarkMDS(2, n_landmarks=60, metric="manhattan", random_state=0).fit_transform(points)
+    np.testing.assert_allclose(a, b, atol=1e-10)
+    assert 0 < LandmarkMDS(2, n_landmarks=60, metric=l1).fit(points).negative_mass_ < 1
+
+
+@settings(max_examples=8, deadline=None)
+@given(chunk=st.integers(17, 400))
+def test_landmark_mds_does_not_depend_on_chunking(points, chunk):
+    ref = LandmarkMDS(2, n_landmarks=50, random_state=7).fit_transform(points)
+    got = LandmarkMDS(2, n_landmarks=50, random_state=7).fit_transform(da.from_array(points, chunks=(chunk, 6)))
+    np.testing.assert_allclose(got.compute(), ref, atol=1e-10)
+
+
+def test_persistence_round_trip(tmp_path, points):
+    est = LandmarkMDS(2, n_landmarks=50, landmark_method="maxmin").fit(points)
+    est.save(str(tmp_path / "m"))
+    back = load(str(tmp_path / "m"))
+    np.testing.assert_array_equal(back.transform(points[:30]), est.transform(points[:30]))
+    c = ClassicalMDS(2).fit(points)
+    c.save(str(tmp_path / "c"))
+    np.testing.assert_array_equal(load(str(tmp_path / "c")).embedding_, c.embedding_)
