@@ -47,7 +47,7 @@ from .graphs import (
     to_csr,
 )
 from .io import _from_numpy, as_array
-from .landmarks import _seed, maxmin, uniform_sample
+from .landmarks import KEY_SALT, _seed, maxmin, uniform_sample
 from .mds import Triangulation, extend_blockwise, landmark_mds, triangulate
 from .neighbors import NeighborIndex, _check_metric, knn_graph
 
@@ -397,7 +397,7 @@ class Isomap(BaseEstimator):
         if mode == "exact":
             return candidates
         m = min(self._n_landmarks(len(ref)), len(candidates))
-        rng = np.random.default_rng(_seed(self.random_state))
+        rng = np.random.default_rng([_seed(self.random_state), KEY_SALT, 2])
         if self.landmark_method == "random":
             return np.sort(rng.choice(candidates, size=m, replace=False))
         first = int(rng.integers(len(candidates)))
@@ -405,7 +405,7 @@ class Isomap(BaseEstimator):
 
     def _set_residual_variance(self, G: np.ndarray, ref_embedding: np.ndarray, landmarks: np.ndarray,
                                eligible: np.ndarray) -> None:
-        rng = np.random.default_rng([_seed(self.random_state), 1])
+        rng = np.random.default_rng([_seed(self.random_state), KEY_SALT, 1])
         candidates = np.flatnonzero(eligible)
         rows = np.sort(rng.choice(candidates, size=min(RESIDUAL_SAMPLE, len(candidates)), replace=False))
         self.residual_variance_ = residual_variance(G[rows], ref_embedding[rows], ref_embedding[landmarks])

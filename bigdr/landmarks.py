@@ -20,6 +20,12 @@ from .io import as_array
 from .stats import tree_reduce
 
 KEY_BLOCK = 65_536
+#: Mixed into the seed of the row keys. Without it, keys drawn from
+#: ``rng([seed, b])`` were the very numbers a generator seeded the same way
+#: (bigdr.datasets, or a user's ``default_rng([0, b])``) had drawn for the
+#: data: a "uniform" sample of a swiss roll then took the smallest roll
+#: angles only.
+KEY_SALT = 0x6269_6764_726C_6D6B  # "bigdrlmk"
 
 
 class _Sample(NamedTuple):
@@ -35,7 +41,7 @@ def row_keys(start: int, stop: int, seed: int) -> np.ndarray:
     while pos < stop:
         b = pos // KEY_BLOCK
         end = min(stop, (b + 1) * KEY_BLOCK)
-        keys = np.random.default_rng([seed, b]).random(KEY_BLOCK)
+        keys = np.random.default_rng([seed, b, KEY_SALT]).random(KEY_BLOCK)
         out[pos - start : end - start] = keys[pos - b * KEY_BLOCK : end - b * KEY_BLOCK]
         pos = end
     return out

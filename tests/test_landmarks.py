@@ -50,3 +50,17 @@ def test_maxmin_order_is_farthest_point():
 def test_bad_input(kw, exc):
     with pytest.raises(exc):
         select_landmarks(np.zeros((10, 2)), **kw)
+
+
+def test_sample_is_independent_of_a_generator_seeded_alike():
+    # bigdr.datasets draws block b from rng([seed, b]); the sample's keys must
+    # not be those same numbers, or it picks the smallest roll angles only.
+    from scipy.stats import kstest
+
+    from bigdr.datasets import make_swiss_roll
+
+    X, coords = make_swiss_roll(20_000, seed=0)
+    _, idx = uniform_sample(X, 2000, random_state=0)
+    t = coords[:, 0].compute()
+    u = (t[idx] - 1.5 * np.pi) / (3 * np.pi)  # uniform on [0, 1] for an unbiased sample
+    assert kstest(u, "uniform").pvalue > 1e-3
