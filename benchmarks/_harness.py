@@ -123,3 +123,34 @@ def write_results(name: str, payload: dict, markdown: str) -> None:
               f"{m['memory_gib']} GiB RAM, {', '.join(m['blas'])}; "
               + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + ".\n\n")
     (RESULTS / f"{name}.md").write_text(header + markdown)
+
+
+def run_sections(name: str, runners: dict, selected: list[str]) -> None:
+    """Run the selected ``runners`` (each returns ``(json, markdown)``) and update ``results/<name>.*``.
+
+    Sections not run this time keep their previous results, so one case can
+    be re-run without repeating the others.
+    """
+    import datetime
+
+    DATA.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    previous = json.loads(path.read_text()) if path.exists() else {}
+    payload = {"date": datetime.date.today().isoformat(), "machine": machine(),
+               **{k: previous.get(k) for k in runners}}
+    sections = dict(previous.get("_markdown", {}))
+    for key, fn in runners.items():
+        if key in selected or "all" in selected:
+            payload[key], sections[key] = fn()
+    payload["_markdown"] = sections
+    write_results(name, payload, "\n".join(sections[k] for k in runners if k in sections))
+
+
+def swiss_roll_store(n: int) -> Path:
+    """The shared on-disk swiss roll of ``n`` rows (noise 0.05, seed 0), generated once."""
+    from bigdr.datasets import generate
+
+    store = DATA / f"swissroll-{n // 1_000_000}M.zarr"
+    if not store.exists():
+        generate("swiss-roll", store, n, noise=0.05, seed=0)
+    return store

@@ -22,7 +22,6 @@ Usage: python benchmarks/bench_neighbors.py [graph|sweep|query|warmup|all]
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import shutil
 import statistics
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import DATA, RESULTS, PeakRSS, machine, ru_maxrss_mib, run_child, write_results  # noqa: E402
+from _harness import DATA, PeakRSS, ru_maxrss_mib, run_child, run_sections, swiss_roll_store  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 K = 15
@@ -213,17 +212,13 @@ def run_sweep():
 
 
 def run_query():
-    from bigdr.datasets import generate
-
     res = {}
     lines = ["## Blockwise query against a 20k-landmark index (k = 10), zarr swiss roll on disk, result written to zarr\n",
              "Landmark selection and the query run in separate processes, so each peak is its own.\n",
              "| rows | landmark pass: time | landmark pass: peak RSS (MiB) | query + write: time | query + write: peak RSS (MiB) | index | rows per chunk |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for n in (1_000_000, 10_000_000):
-        store = DATA / f"swissroll-{n // 1_000_000}M.zarr"
-        if not store.exists():
-            generate("swiss-roll", store, n, noise=0.05, seed=0)
+        store = swiss_roll_store(n)
         lm = run_child(SCRIPT, "landmarks", str(store))
         q = run_child(SCRIPT, "query", str(store))
         res[n] = {"landmarks": lm, "query": q}
@@ -253,18 +248,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=["graph", "sweep", "query", "warmup", "all"], nargs="*", default=["all"])
     args = ap.parse_args()
-    DATA.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / "neighbors.json"
-    previous = json.loads(path.read_text()) if path.exists() else {}
-    payload = {"date": datetime.date.today().isoformat(), "machine": machine(),
-               **{k: previous.get(k) for k in ("warmup", "graph", "sweep", "query")}}
-    sections = dict(previous.get("_markdown", {}))
     runners = {"warmup": run_warmup, "graph": run_graph, "sweep": run_sweep, "query": run_query}
-    for name, fn in runners.items():
-        if name in args.case or "all" in args.case:
-            payload[name], sections[name] = fn()
-    payload["_markdown"] = sections
-    write_results("neighbors", payload, "\n".join(sections[k] for k in runners if k in sections))
+    run_sections("neighbors", runners, args.case)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,24 @@ def _n_components(text: str):
         raise argparse.ArgumentTypeError(f"expected an int, a fraction in (0, 1), 'mp' or 'none'; got {text!r}")
 
 
+def _landmarks(text: str):
+    if text in ("auto", "none", "None"):
+        return None if text.lower() == "none" else "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto', 'none' (exact) or a number of landmarks; got {text!r}")
+
+
+def _graph_sample(text: str):
+    if text in ("auto", "all"):
+        return None if text == "all" else "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto', 'all' or a number of rows; got {text!r}")
+
+
 def _floats(text: str) -> tuple[float, ...]:
     try:
         return tuple(float(t) for t in text.split(",") if t.strip())
@@ -71,11 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Fit a method to INPUT and write the embedding of every row to OUTPUT (zarr).")
     f.add_argument("input", help="zarr store, .npy or HDF5 file (file.h5:/dataset)")
     f.add_argument("output", help="destination zarr store for the embedding")
-    f.add_argument("--method", choices=["pca"], default="pca")
+    f.add_argument("--method", choices=["pca", "isomap", "landmark-mds"], default="pca")
     f.add_argument("-k", "--n-components", type=_n_components, default=2,
                    help="int, fraction of variance in (0,1), 'mp' or 'none' (default 2)")
     f.add_argument("--svd-solver", default="auto", choices=["auto", "covariance", "tsqr", "samples", "randomized"])
-    f.add_argument("--whiten", action="store_true")
+    f.add_argument("--whiten", action="store_true", help="pca only")
+    f.add_argument("--n-neighbors", type=int, default=10, help="isomap: neighbours per row in the graph")
+    f.add_argument("--landmarks", type=_landmarks, default="auto",
+                   help="isomap: 'auto', 'none' (exact) or a count; landmark-mds: a count (default 500)")
+    f.add_argument("--graph-sample", type=_graph_sample, default="auto",
+                   help="isomap: rows the graph is built on: 'auto', 'all' or a count")
     f.add_argument("--random-state", type=int, default=0)
     f.add_argument("--dataset", default=None, help="array inside a zarr group or HDF5 file")
     f.add_argument("--save-model", default=None, metavar="PATH", help="also save the fitted model here")
@@ -125,30 +148,62 @@ def _cmd_generate(args) -> int:
     return 0
 
 
-def _fit_transform(input_path, output, *, n_components, svd_solver="auto", whiten=False, random_state=0,
-                   dataset=None, save_model=None, scree=None, overwrite=False):
-    """Fit PCA on a store and write the embedding; shared by ``fit-transform`` and ``demo``."""
-    from .io import as_array, check_writable, write_zarr
-    from .pca import PCA
+def _make_model(method, n_components, *, svd_solver="auto", whiten=False, random_state=0, n_neighbors=10,
+                landmarks="auto", graph_sample="auto"):
+    if method == "pca":
+        from .pca import PCA
 
+        return PCA(n_components, svd_solver=svd_solver, whiten=whiten, random_state=random_state)
+    if isinstance(n_components, bool) or not isinstance(n_components, int):
+        raise ValueError(f"--n-components for {method} must be an int; got {n_components!r}.")
+    if whiten or svd_solver != "auto":
+        raise ValueError("--whiten and --svd-solver apply to --method pca only.")
+    if method == "isomap":
+        from .isomap import Isomap
+
+        return Isomap(n_components, n_neighbors=n_neighbors, landmarks=landmarks, graph_sample=graph_sample,
+                      random_state=random_state)
+    from .mds import LandmarkMDS
+
+    if landmarks is None:
+        raise ValueError("--landmarks none (exact) applies to isomap; give landmark-mds a number of landmarks.")
+    return LandmarkMDS(n_components, n_landmarks=500 if landmarks == "auto" else landmarks,
+                       random_state=random_state)
+
+
+def _summary(model) -> dict:
+    """What the embedding store records about the fit, per method."""
+    if hasattr(model, "explained_variance_ratio_"):
+        return {"explained_variance_ratio": model.explained_variance_ratio_.tolist(), "svd_solver": model.svd_solver_}
+    out = {"eigenvalues": model.eigenvalues_.tolist(), "negative_mass": model.negative_mass_}
+    if hasattr(model, "mode_"):
+        out.update(mode=model.mode_, residual_variance=model.residual_variance_.tolist(),
+                   n_landmarks=len(model.landmark_indices_), graph_rows=len(model.reference_rows_))
+    return out
+
+
+def _fit_transform(input_path, output, *, n_components, method="pca", dataset=None, save_model=None, scree=None,
+                   overwrite=False, **params):
+    """Fit a method on a store and write the embedding; shared by ``fit-transform`` and ``demo``."""
+    from .io import as_array, check_writable, write_zarr
+
+    model = _make_model(method, n_components, **params)
+    if scree and method != "pca":
+        raise ValueError("--scree applies to --method pca only.")
     # Fail before any work if an output cannot be written.
     check_writable(output, overwrite)
     if save_model:
         check_writable(save_model, overwrite)
     X = as_array(input_path, dataset=dataset)
-    model = PCA(n_components, svd_solver=svd_solver, whiten=whiten, random_state=random_state)
     t0 = time.perf_counter()
-    model.fit(X)
+    if method == "pca":
+        model.fit(X)
+        Y = model.transform(X)
+    else:
+        Y = model.fit_transform(X)
     t_fit = time.perf_counter() - t0
-    Y = model.transform(X)
-    attrs = {
-        "method": "pca",
-        "params": model.get_params(),
-        "input": str(input_path),
-        "input_shape": list(X.shape),
-        "explained_variance_ratio": model.explained_variance_ratio_.tolist(),
-        "svd_solver": model.svd_solver_,
-    }
+    attrs = {"method": method, "params": model.get_params(), "input": str(input_path), "input_shape": list(X.shape),
+             **_summary(model)}
     t0 = time.perf_counter()
     write_zarr(Y, output, attrs=attrs, overwrite=overwrite)
     t_write = time.perf_counter() - t0
@@ -165,12 +220,20 @@ def _fit_transform(input_path, output, *, n_components, svd_solver="auto", white
 
 def _cmd_fit_transform(args) -> int:
     model, shape, t_fit, t_write = _fit_transform(
-        args.input, args.output, n_components=args.n_components, svd_solver=args.svd_solver, whiten=args.whiten,
-        random_state=args.random_state, dataset=args.dataset, save_model=args.save_model, scree=args.scree,
+        args.input, args.output, n_components=args.n_components, method=args.method, svd_solver=args.svd_solver,
+        whiten=args.whiten, random_state=args.random_state, n_neighbors=args.n_neighbors, landmarks=args.landmarks,
+        graph_sample=args.graph_sample, dataset=args.dataset, save_model=args.save_model, scree=args.scree,
         overwrite=args.overwrite)
-    kept = float(model.explained_variance_ratio_.sum())
-    print(f"PCA ({model.svd_solver_}) on {shape[0]} x {shape[1]}: {model.n_components_} components, "
-          f"{100 * kept:.2f}% of variance; fit {t_fit:.1f} s, embedding written to {args.output} in {t_write:.1f} s")
+    if args.method == "pca":
+        kept = float(model.explained_variance_ratio_.sum())
+        what = f"PCA ({model.svd_solver_}): {model.n_components_} components, {100 * kept:.2f}% of variance"
+    elif args.method == "isomap":
+        what = (f"Isomap ({model.mode_}, {len(model.landmark_indices_)} landmarks, graph of "
+                f"{len(model.reference_rows_)} rows): residual variance {model.residual_variance_[-1]:.3g}")
+    else:
+        what = f"landmark MDS ({len(model.landmarks_)} landmarks): negative mass {model.negative_mass_:.3g}"
+    print(f"{what} on {shape[0]} x {shape[1]}; fit {t_fit:.1f} s, embedding written to {args.output} "
+          f"in {t_write:.1f} s")
     if args.save_model:
         print(f"model saved to {args.save_model}")
     if args.scree:

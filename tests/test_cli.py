@@ -60,6 +60,9 @@ def test_info_on_store_and_model(spiked_store, tmp_path, capsys):
         (["generate", "blobs", "OUT", "-n", "1"], "n_samples"),
         (["generate", "swiss-roll", "OUT", "-n", "10", "--spikes", "1"], "--spikes"),
         (["info", "/nonexistent"], "No such"),
+        (["fit-transform", "SPIKED", "OUT", "--method", "isomap", "-k", "0.5"], "must be an int"),
+        (["fit-transform", "SPIKED", "OUT", "--method", "isomap", "--scree", "OUT"], "pca only"),
+        (["fit-transform", "SPIKED", "OUT", "--method", "landmark-mds", "--landmarks", "none"], "number of landmarks"),
     ],
 )
 def test_bad_input_one_line_error_and_nothing_written(spiked_store, tmp_path, capsys, argv, message):
@@ -100,6 +103,26 @@ def test_scheduler_address_runs_on_the_cluster(cluster_client, spiked_store, tmp
     local = tmp_path / "l.zarr"
     assert main(["fit-transform", str(spiked_store), str(local), "-k", "2"]) == 0
     np.testing.assert_allclose(zarr.open(str(tmp_path / "d.zarr"))[:], zarr.open(str(local))[:], atol=1e-10)
+
+
+def test_isomap_and_landmark_mds_through_the_cli(tmp_path, capsys):
+    from scipy.stats import spearmanr
+
+    roll = tmp_path / "roll.zarr"
+    assert main(["generate", "swiss-roll", str(roll), "-n", "6000", "--noise", "0.05", "--seed", "2"]) == 0
+    out, model = tmp_path / "iso.zarr", tmp_path / "iso-model"
+    rc = main(["fit-transform", str(roll), str(out), "--dataset", "X", "--method", "isomap", "--landmarks", "128",
+               "--graph-sample", "3000", "--save-model", str(model)])
+    assert rc == 0 and "Isomap (sampled, 128 landmarks, graph of 3000 rows)" in capsys.readouterr().out
+    emb = zarr.open(str(out), mode="r")
+    t = zarr.open(str(roll), mode="r")["coords"][:, 0]
+    assert emb.shape == (6000, 2) and emb.attrs["mode"] == "sampled"
+    assert abs(spearmanr(emb[:, 0], t).statistic) > 0.99
+    X = zarr.open(str(roll), mode="r")["X"][:]
+    np.testing.assert_allclose(bigdr.load(str(model)).transform(X[:50]), emb[:50], atol=1e-9)
+    assert main(["fit-transform", str(roll), str(tmp_path / "l.zarr"), "--dataset", "X", "--method",
+                 "landmark-mds", "--landmarks", "50"]) == 0
+    assert zarr.open(str(tmp_path / "l.zarr"), mode="r").attrs["negative_mass"] < 1e-9
 
 
 def test_demo_and_help_via_the_installed_entry_point(tmp_path):
