@@ -1,0 +1,415 @@
+"""Diffusion maps and Laplacian eigenmaps on sparse neighbour kernels (notes 000, 002, 003).
+
+**Diffusion map** (Coifman & Lafon 2006; notes 000, Definitions 4.5-4.7):
+the eigenpairs ``S v_k = lambda_k v_k`` of the symmetric conjugate ``S =
+D^-1/2 W_alpha D^-1/2`` give the right eigenvectors ``phi_k = D^-1/2 v_k``
+of the Markov matrix ``M = D^-1 W_alpha``; the map at time ``t`` is
+``(lambda_2^t phi_2(x), ..., lambda_{d+1}^t phi_{d+1}(x))``, the trivial
+``phi_1 = 1`` dropped. Euclidean distance in the full map is the diffusion
+distance (Theorem 4.8, :func:`diffusion_distance`).
+
+**Laplacian eigenmaps** (Belkin & Niyogi 2003; notes 002): the smallest
+nontrivial eigenvectors of ``L = D - W`` (``unnormalized``), of ``I -
+D^-1/2 W D^-1/2`` (``symmetric``), or of the generalised problem ``L v =
+lambda D v``, i.e. of ``I - D^-1 W`` (``random_walk``, scikit-learn's
+choice).
+
+Both solve one sparse symmetric eigenproblem (``linalg.smallest_eigh``:
+dense LAPACK for small graphs, LOBPCG with an algebraic-multigrid
+preconditioner above) on a reference set: all rows, or ``m`` landmarks
+drawn in one pass. New rows, and in landmark mode every row, are embedded
+blockwise by the Nyström extension ``phi_k(x) = (1/lambda_k) sum_j M(x, j)
+phi_k(j)`` with ``M(x, .)`` the row of the Markov matrix that ``x`` would
+have had (:func:`bigdr.affinity.new_row_weights`); for the unnormalised
+Laplacian ``v(x) = sum_j w(x, j) v_j / (d(x) - mu)``. A training row gets
+back its own coordinates.
+"""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+
+from ._compute import compute
+from .affinity import KERNELS, affinity, auto_epsilon, check_alpha, new_row_weights, normalise
+from .base import BaseEstimator, check_positive_int, wants_numpy
+from .graphs import DisconnectedGraphWarning, connected_components
+from .io import _from_numpy, as_array
+from .landmarks import _seed, select_landmarks
+from .linalg import flip_signs, smallest_eigh
+from .mds import extend_blockwise
+from .neighbors import NeighborIndex, _check_metric, knn_graph
+
+#: ``landmarks="auto"``: all rows up to this many, else ``AUTO_LANDMARKS`` landmarks.
+ALL_ROWS_MAX = 1_500_000
+AUTO_LANDMARKS = 100_000
+#: Rows per piece of a Nyström extension.
+EXTEND_ROWS = 8192
+
+
+class _NystromExtension:
+    """What a worker needs to embed rows: the reference index, the kernel rule and the eigenvectors."""
+
+    def __init__(self, index: NeighborIndex, W: sp.csr_matrix, k: int, k_query: int, radius: np.ndarray,
+                 q: np.ndarray, kernel: str, epsilon: float, self_loops: bool, alpha: float, kind: str,
+                 phi: np.ndarray, mu: np.ndarray, scale: np.ndarray) -> None:
+        self.index, self.W, self.k, self.k_query = index, W, k, k_query
+        self.radius, self.q = radius, q
+        self.kernel, self.epsilon, self.self_loops, self.alpha = kernel, epsilon, self_loops, alpha
+        self.kind, self.phi, self.mu, self.scale = kind, phi, mu, scale
+        self.key = f"bigdr-nystrom-{uuid.uuid4().hex}"
+
+    def embed_block(self, block: np.ndarray) -> np.ndarray:
+        out = np.empty((len(block), self.phi.shape[1]))
+        for s in range(0, len(block), EXTEND_ROWS):
+            ind, dist = self.index.query_block(block[s : s + EXTEND_ROWS], self.k_query)
+            w, is_self = new_row_weights(ind, dist.astype(np.float64), self.k, self.radius, self.kernel,
+                                         self.epsilon, self.self_loops)
+            # A reference row's candidates may miss a far reverse neighbour;
+            # its kernel row is known exactly, so use it (Nyström on the
+            # training points themselves, as in the fit).
+            for r in np.flatnonzero(is_self):
+                row = ind[r, 0]
+                lo, hi = self.W.indptr[row], self.W.indptr[row + 1]
+                ind[r, : hi - lo], w[r, : hi - lo] = self.W.indices[lo:hi], self.W.data[lo:hi]
+                ind[r, hi - lo :], w[r, hi - lo :] = 0, 0.0
+            qx = w.sum(axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                if self.kind == "unnormalized":
+                    y = np.einsum("bj,bjc->bc", w, self.phi[ind]) / (qx[:, None] - self.mu)
+                else:
+                    if self.alpha:
+                        w = w / (qx[:, None] ** self.alpha * self.q[ind] ** self.alpha)
+                    dx = w.sum(axis=1)
+                    y = np.einsum("bj,bjc->bc", w / dx[:, None], self.phi[ind]) / (1.0 - self.mu)
+                    if self.kind == "symmetric":
+                        y *= np.sqrt(dx)[:, None]
+            y[qx == 0] = np.nan  # no reference row near enough: nothing to extend from
+            out[s : s + len(y)] = y * self.scale
+        return out
+
+
+class _SpectralBase(BaseEstimator):
+    """Shared fit and transform of the diffusion map and Laplacian eigenmaps."""
+
+    # Set by the subclasses.
+    _kernel: str
+    _self_loops: bool
+    _kind: str
+
+    def _alpha(self) -> float:
+        return 0.0
+
+    def _scale(self, mu: np.ndarray) -> np.ndarray:
+        return np.ones_like(mu)
+
+    def _check_common(self) -> None:
+        check_positive_int(self.n_components, "n_components")
+        check_positive_int(self.n_neighbors, "n_neighbors")
+        if not (isinstance(self.epsilon, str) and self.epsilon == "auto"):
+            if isinstance(self.epsilon, bool) or not np.isscalar(self.epsilon) or not self.epsilon > 0:
+                raise ValueError(f"epsilon must be 'auto' or a positive number; got {self.epsilon!r}.")
+        if self.on_disconnected not in ("warn", "raise"):
+            raise ValueError(f"on_disconnected must be 'warn' or 'raise'; got {self.on_disconnected!r}.")
+        _check_metric(self.metric, self.neighbor_method)
+        _seed(self.random_state)
+
+    def _reference(self, Xd: da.Array) -> tuple[np.ndarray, str]:
+        n = Xd.shape[0]
+        lm = self.landmarks
+        if isinstance(lm, str):
+            if lm != "auto":
+                raise ValueError(f"landmarks must be 'auto', None or an int; got {lm!r}.")
+            lm = None if n <= ALL_ROWS_MAX else AUTO_LANDMARKS
+        if lm is None:
+            (ref,) = compute(Xd)
+            return np.ascontiguousarray(ref), "all-rows"
+        if isinstance(lm, bool) or not isinstance(lm, (int, np.integer)) or not 2 <= lm <= n:
+            raise ValueError(f"landmarks must be between 2 and the number of rows ({n}); got {lm!r}.")
+        if lm >= n:
+            (ref,) = compute(Xd)
+            return np.ascontiguousarray(ref), "all-rows"
+        rows, _ = select_landmarks(Xd, int(lm), "random", _seed(self.random_state))
+        return np.ascontiguousarray(rows), "landmarks"
+
+    def _fit(self, X: Any) -> da.Array:
+        self._check_common()
+        alpha = self._alpha()
+        Xd = as_array(X, name="X")
+        ref, mode = self._reference(Xd)
+        n_ref, d = len(ref), self.n_components
+        k = self.n_neighbors
+        if k >= n_ref:
+            raise ValueError(f"n_neighbors={k} must be less than the {n_ref} rows of the graph.")
+        if d >= n_ref:
+            raise ValueError(f"n_components={d} must be less than the number of graph rows ({n_ref}): the first "
+                             f"eigenvector is the trivial one.")
+        ind, dist = knn_graph(ref, k, metric=self.metric, method=self.neighbor_method,
+                              random_state=_seed(self.random_state)).compute()
+        dist = dist.astype(np.float64)
+        eps = auto_epsilon(dist) if isinstance(self.epsilon, str) else float(self.epsilon)
+        aff = affinity(ind, dist, self._kernel, eps, self._self_loops)
+        self._check_components(aff.W)
+        if self._kind == "unnormalized":
+            degrees = np.asarray(aff.W.sum(axis=1)).ravel()
+            L = (sp.diags(degrees) - aff.W).tocsr()
+            q, known = degrees, np.full(n_ref, 1 / np.sqrt(n_ref))
+        else:
+            norm = normalise(aff.W, alpha)
+            L = (sp.identity(n_ref, format="csr") - norm.S).tocsr()
+            q, known = norm.q, np.sqrt(norm.d) / np.linalg.norm(np.sqrt(norm.d))
+        mu, U = smallest_eigh(L, d + 1, self.eigen_solver, self.random_state, known)
+        scale_l = float(abs(L).sum(axis=1).max())
+        self.n_unit_eigenvalues_ = int(np.sum(mu < 1e-9 * scale_l))
+        if self.n_unit_eigenvalues_ > 1:
+            warnings.warn(f"{self.n_unit_eigenvalues_} eigenvalues of the Markov matrix equal 1 (the kernel graph "
+                          f"is disconnected); the leading coordinates indicate components, not geometry.",
+                          DisconnectedGraphWarning, stacklevel=3)
+        phi = U if self._kind == "unnormalized" else U / np.sqrt(norm.d)[:, None]
+        phi = flip_signs(phi[:, 1:].T).T
+        mu = mu[1:]
+        scale = self._scale(mu)
+        reference_embedding = (phi * np.sqrt(norm.d)[:, None] if self._kind == "symmetric" else phi) * scale
+
+        self.mode_ = mode
+        self.epsilon_ = eps
+        self.n_features_in_ = int(Xd.shape[1])
+        self.reference_rows_ = ref
+        self.eigenvectors_ = phi
+        self.laplacian_eigenvalues_ = mu
+        self.neighbor_radius_ = aff.radius
+        self.degrees_ = q
+        self.max_degree_ = aff.max_degree
+        W = aff.W.tocsr()
+        W.sort_indices()
+        self.affinity_data_, self.affinity_indices_, self.affinity_indptr_ = W.data, W.indices, W.indptr
+        self._ext = None
+        if mode == "all-rows":
+            if wants_numpy(X):
+                self.embedding_ = reference_embedding
+            return _from_numpy(reference_embedding, Xd.chunks[0])
+        Y = extend_blockwise(Xd, self._extension(), d)
+        if wants_numpy(X):
+            (self.embedding_,) = compute(Y)
+        return Y
+
+    def _check_components(self, W: sp.csr_matrix) -> None:
+        n_comp, _, sizes = connected_components(W)
+        self.n_graph_components_ = n_comp
+        if n_comp > 1:
+            shown = ", ".join(str(s) for s in sizes[:10]) + (", ..." if n_comp > 10 else "")
+            msg = (f"The kernel graph has {n_comp} connected components (sizes {shown}); increase n_neighbors "
+                   f"(or epsilon) for one connected embedding.")
+            if self.on_disconnected == "raise":
+                raise ValueError(msg)
+            warnings.warn(msg, DisconnectedGraphWarning, stacklevel=4)
+
+    def _extension(self) -> _NystromExtension:
+        if getattr(self, "_ext", None) is None:
+            index = NeighborIndex(self.metric, self.neighbor_method, random_state=_seed(self.random_state))
+            index.fit(self.reference_rows_)
+            k_query = min(len(self.reference_rows_), int(self.max_degree_) + 2)
+            self._ext = _NystromExtension(
+                index, self._kernel_matrix(), self.n_neighbors, k_query, self.neighbor_radius_, self.degrees_, self._kernel,
+                self.epsilon_, self._self_loops, self._alpha(), self._kind, self.eigenvectors_,
+                self.laplacian_eigenvalues_, self._scale(self.laplacian_eigenvalues_))
+        return self._ext
+
+    def _kernel_matrix(self) -> sp.csr_matrix:
+        """The reference rows' affinity (kept as CSR arrays so that models persist without pickle)."""
+        n = len(self.reference_rows_)
+        return sp.csr_matrix((self.affinity_data_, self.affinity_indices_, self.affinity_indptr_), shape=(n, n))
+
+    def fit(self, X: Any, y: Any = None):
+        self._fit(X)
+        return self
+
+    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | da.Array:
+        Y = self._fit(X)
+        return self.embedding_ if wants_numpy(X) else Y
+
+    def transform(self, X: Any) -> np.ndarray | da.Array:
+        """Embed rows by the Nyström extension, blockwise (no refit)."""
+        self._check_fitted("eigenvectors_")
+        Xd = as_array(X, name="X", min_rows=1)
+        if Xd.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {Xd.shape[1]} columns; the model was fitted on {self.n_features_in_}.")
+        Y = extend_blockwise(Xd, self._extension(), self.n_components)
+        return compute(Y)[0] if wants_numpy(X) else Y
+
+
+class DiffusionMap(_SpectralBase):
+    """Diffusion map on a kNN-truncated Gaussian kernel, exact or by landmarks.
+
+    Parameters
+    ----------
+    n_components : int
+        ``d``: coordinates kept after dropping the trivial one.
+    n_neighbors : int
+        Other rows per row in the kernel graph (union-symmetrised).
+    epsilon : "auto" or float
+        Kernel scale in ``exp(-|x - y|^2 / (2 epsilon^2))`` (notes 000).
+        ``"auto"``: half the median distance to the ``n_neighbors``-th
+        neighbour (the kernel is ``e^-2`` there).
+    alpha : float in [0, 1]
+        Coifman–Lafon normalisation: 0 graph Laplacian, 0.5 Fokker–Planck,
+        1 Laplace–Beltrami (default: the geometry without the sampling density).
+    t : float >= 0
+        Diffusion time: coordinates are ``lambda_k^t phi_k``.
+    landmarks : "auto", None or int
+        None: all rows form the graph (held in this process). int ``m``: the
+        map is fitted on ``m`` rows drawn uniformly in one pass and every row
+        is embedded by the Nyström extension, blockwise (memory independent
+        of n). ``"auto"``: all rows up to 1,500,000, else 100,000 landmarks.
+    eigen_solver : {"auto", "dense", "arpack", "lobpcg", "amg"}
+        See :func:`bigdr.linalg.smallest_eigh`; ``auto``: dense up to 2000
+        graph rows, else LOBPCG with an AMG preconditioner.
+    metric, neighbor_method : neighbour search (:func:`bigdr.knn_graph`).
+    on_disconnected : {"warn", "raise"}
+    random_state : int
+
+    Attributes
+    ----------
+    eigenvalues_ : (n_components,) eigenvalues ``lambda_k`` of M, descending (``<= 1``)
+    eigenvectors_ : (n_ref, n_components) ``phi_k`` on the reference rows
+    embedding_ : (n, n_components), when ``X`` is in memory
+    epsilon_ : float, the scale used
+    n_unit_eigenvalues_ : int, how many eigenvalues equal 1 (components of the graph)
+    mode_ : {"all-rows", "landmarks"}
+    """
+
+    _kernel = "gaussian"
+    _self_loops = True
+    _kind = "markov"
+
+    def __init__(self, n_components: int = 2, n_neighbors: int = 15, epsilon: Any = "auto", alpha: float = 1.0,
+                 t: float = 1, landmarks: Any = "auto", eigen_solver: str = "auto", metric: str = "euclidean",
+                 neighbor_method: str = "auto", on_disconnected: str = "warn", random_state: int = 0) -> None:
+        self.n_components = n_components
+        self.n_neighbors = n_neighbors
+        self.epsilon = epsilon
+        self.alpha = alpha
+        self.t = t
+        self.landmarks = landmarks
+        self.eigen_solver = eigen_solver
+        self.metric = metric
+        self.neighbor_method = neighbor_method
+        self.on_disconnected = on_disconnected
+        self.random_state = random_state
+
+    def _alpha(self) -> float:
+        return check_alpha(self.alpha)
+
+    def _scale(self, mu: np.ndarray) -> np.ndarray:
+        t = self.t
+        if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) or not t >= 0:
+            raise ValueError(f"t must be a number >= 0; got {t!r}.")
+        lam = 1.0 - mu
+        if float(t).is_integer():
+            return lam ** int(t)
+        return np.sign(lam) * np.abs(lam) ** t  # a fractional power of a negative eigenvalue: keep its sign
+
+    @property
+    def eigenvalues_(self) -> np.ndarray:
+        self._check_fitted("laplacian_eigenvalues_")
+        return 1.0 - self.laplacian_eigenvalues_
+
+
+class SpectralEmbedding(_SpectralBase):
+    """Laplacian eigenmaps (Belkin & Niyogi 2003) with a Nyström ``transform``.
+
+    Parameters
+    ----------
+    n_components : int
+    affinity : {"nearest_neighbors", "gaussian"}
+        ``nearest_neighbors``: 0/1 kNN adjacency symmetrised as ``(A + A^T)/2``
+        (scikit-learn's). ``gaussian``: the kNN-truncated heat kernel.
+    n_neighbors : int
+        Other rows per row. scikit-learn's ``n_neighbors`` counts the row
+        itself: its ``n_neighbors=k`` is this ``k - 1``.
+    laplacian : {"random_walk", "symmetric", "unnormalized"}
+        ``random_walk``: the generalised problem ``L v = lambda D v``
+        (scikit-learn's embedding). ``symmetric``: eigenvectors of ``I -
+        D^-1/2 W D^-1/2``. ``unnormalized``: of ``D - W``.
+    epsilon : "auto" or float
+        Kernel scale of the ``gaussian`` affinity.
+    landmarks, eigen_solver, metric, neighbor_method, on_disconnected, random_state
+        As in :class:`DiffusionMap`.
+
+    Attributes
+    ----------
+    eigenvalues_ : (n_components,) the Laplacian's eigenvalues, ascending (trivial 0 dropped)
+    embedding_, eigenvectors_, epsilon_, mode_ : as in :class:`DiffusionMap`
+    """
+
+    _self_loops = False
+
+    def __init__(self, n_components: int = 2, affinity: str = "nearest_neighbors", n_neighbors: int = 10,
+                 laplacian: str = "random_walk", epsilon: Any = "auto", landmarks: Any = "auto",
+                 eigen_solver: str = "auto", metric: str = "euclidean", neighbor_method: str = "auto",
+                 on_disconnected: str = "warn", random_state: int = 0) -> None:
+        self.n_components = n_components
+        self.affinity = affinity
+        self.n_neighbors = n_neighbors
+        self.laplacian = laplacian
+        self.epsilon = epsilon
+        self.landmarks = landmarks
+        self.eigen_solver = eigen_solver
+        self.metric = metric
+        self.neighbor_method = neighbor_method
+        self.on_disconnected = on_disconnected
+        self.random_state = random_state
+
+    @property
+    def _kernel(self) -> str:
+        if self.affinity == "nearest_neighbors":
+            return "connectivity"
+        if self.affinity not in KERNELS:
+            raise ValueError(f"affinity must be 'nearest_neighbors' or 'gaussian'; got {self.affinity!r}.")
+        return self.affinity
+
+    @property
+    def _kind(self) -> str:
+        kinds = {"random_walk": "markov", "symmetric": "symmetric", "unnormalized": "unnormalized"}
+        if self.laplacian not in kinds:
+            raise ValueError(f"laplacian must be 'random_walk', 'symmetric' or 'unnormalized'; got {self.laplacian!r}.")
+        return kinds[self.laplacian]
+
+    @property
+    def eigenvalues_(self) -> np.ndarray:
+        self._check_fitted("laplacian_eigenvalues_")
+        return self.laplacian_eigenvalues_
+
+
+def diffusion_distance(X: Any, t: float = 1, n_neighbors: int = 15, epsilon: Any = "auto", alpha: float = 1.0,
+                       metric: str = "euclidean", max_samples: int = 5000) -> np.ndarray:
+    """Diffusion distances of a small set by their definition (notes 000, Theorem 4.8).
+
+    ``D_t(i, j)^2 = sum_l (M^t[i, l] - M^t[j, l])^2 / deg(l)`` with ``M`` and
+    ``deg`` from the same kernel graph as :class:`DiffusionMap` (integer
+    ``t``). Equal to the Euclidean distances of the full diffusion map.
+    """
+    Xd = as_array(X, name="X")
+    n = Xd.shape[0]
+    if n > max_samples:
+        raise ValueError(f"diffusion_distance forms n x n matrices; {n} rows is more than max_samples={max_samples}.")
+    if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 0:
+        raise ValueError(f"t must be a non-negative int here (a matrix power); got {t!r}.")
+    alpha = check_alpha(alpha)
+    (data,) = compute(Xd)
+    ind, dist = knn_graph(data, n_neighbors, metric=metric).compute()
+    dist = dist.astype(np.float64)
+    eps = auto_epsilon(dist) if isinstance(epsilon, str) else float(epsilon)
+    norm = normalise(affinity(ind, dist, "gaussian", eps, True).W, alpha)
+    S = norm.S.toarray()
+    sd = np.sqrt(norm.d)
+    Mt = np.linalg.matrix_power(S, t) * (sd[None, :] / sd[:, None])  # M^t = D^-1/2 S^t D^1/2
+    scaled = Mt / sd[None, :]
+    sq = np.einsum("ij,ij->i", scaled, scaled)
+    D2 = sq[:, None] + sq[None, :] - 2.0 * scaled @ scaled.T
+    return np.sqrt(np.maximum(D2, 0.0))
