@@ -7,7 +7,7 @@ solvers    eigensolvers on the diffusion-map kernel of a 100k-row swiss roll
 allrows    1M-row swiss roll (noise 0.05), diffusion map on all rows (k = 15,
            alpha = 1): wall time, peak RSS, Spearman of the first coordinate
            with the roll coordinate. Fresh process.
-landmarks  landmark mode from zarr stores on disk, 1M and 10M rows, 20k
+landmarks  landmark mode from zarr stores on disk, 1M, 10M and 20M rows, 20k
            landmarks, embedding of every row written to zarr: wall time, peak
            RSS, Spearman. Fresh process per size.
 accuracy   200k-row swiss roll: Procrustes disparity of landmark mode
@@ -137,7 +137,7 @@ def run_landmarks():
              "written to zarr, fresh process per size\n",
              "| rows | fit | embed + write | total | peak RSS (MiB) | Spearman: 1st coordinate |",
              "| --- | --- | --- | --- | --- | --- |"]
-    for n in (1_000_000, 10_000_000):
+    for n in (1_000_000, 10_000_000, 20_000_000):
         r = run_child(SCRIPT, "landmarks", str(swiss_roll_store(n)), timeout=7200)
         res[n] = r
         print(n, r, flush=True)

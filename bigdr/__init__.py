@@ -8,6 +8,7 @@ from .mds import ClassicalMDS, LandmarkMDS
 from .neighbors import KNNGraph, NeighborIndex, knn_graph
 from .pca import PCA
 from .persist import load
+from .spectral import DiffusionMap, SpectralEmbedding, diffusion_distance
 
-__all__ = ["PCA", "ClassicalMDS", "LandmarkMDS", "Isomap", "KNNGraph", "NeighborIndex", "as_array", "knn_graph", "load", "select_landmarks", "write_zarr",
+__all__ = ["PCA", "ClassicalMDS", "LandmarkMDS", "Isomap", "DiffusionMap", "SpectralEmbedding", "diffusion_distance", "KNNGraph", "NeighborIndex", "as_array", "knn_graph", "load", "select_landmarks", "write_zarr",
            "__version__"]

@@ -89,14 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Fit a method to INPUT and write the embedding of every row to OUTPUT (zarr).")
     f.add_argument("input", help="zarr store, .npy or HDF5 file (file.h5:/dataset)")
     f.add_argument("output", help="destination zarr store for the embedding")
-    f.add_argument("--method", choices=["pca", "isomap", "landmark-mds"], default="pca")
+    f.add_argument("--method", choices=["pca", "isomap", "landmark-mds", "diffusion-map", "spectral-embedding"],
+                   default="pca")
     f.add_argument("-k", "--n-components", type=_n_components, default=2,
                    help="int, fraction of variance in (0,1), 'mp' or 'none' (default 2)")
     f.add_argument("--svd-solver", default="auto", choices=["auto", "covariance", "tsqr", "samples", "randomized"])
     f.add_argument("--whiten", action="store_true", help="pca only")
     f.add_argument("--n-neighbors", type=int, default=10, help="isomap: neighbours per row in the graph")
     f.add_argument("--landmarks", type=_landmarks, default="auto",
-                   help="isomap: 'auto', 'none' (exact) or a count; landmark-mds: a count (default 500)")
+                   help="isomap: 'auto', 'none' (exact) or a count; landmark-mds: a count (default 500); "
+                        "diffusion-map, spectral-embedding: 'auto', 'none' (all rows) or a count")
     f.add_argument("--graph-sample", type=_graph_sample, default="auto",
                    help="isomap: rows the graph is built on: 'auto', 'all' or a count")
     f.add_argument("--random-state", type=int, default=0)
@@ -163,6 +165,11 @@ def _make_model(method, n_components, *, svd_solver="auto", whiten=False, random
 
         return Isomap(n_components, n_neighbors=n_neighbors, landmarks=landmarks, graph_sample=graph_sample,
                       random_state=random_state)
+    if method in ("diffusion-map", "spectral-embedding"):
+        from .spectral import DiffusionMap, SpectralEmbedding
+
+        cls = DiffusionMap if method == "diffusion-map" else SpectralEmbedding
+        return cls(n_components, n_neighbors=n_neighbors, landmarks=landmarks, random_state=random_state)
     from .mds import LandmarkMDS
 
     if landmarks is None:
@@ -175,8 +182,11 @@ def _summary(model) -> dict:
     """What the embedding store records about the fit, per method."""
     if hasattr(model, "explained_variance_ratio_"):
         return {"explained_variance_ratio": model.explained_variance_ratio_.tolist(), "svd_solver": model.svd_solver_}
+    if hasattr(model, "epsilon_"):
+        return {"eigenvalues": model.eigenvalues_.tolist(), "epsilon": model.epsilon_, "mode": model.mode_,
+                "graph_rows": len(model.reference_rows_)}
     out = {"eigenvalues": model.eigenvalues_.tolist(), "negative_mass": model.negative_mass_}
-    if hasattr(model, "mode_"):
+    if hasattr(model, "residual_variance_"):
         out.update(mode=model.mode_, residual_variance=model.residual_variance_.tolist(),
                    n_landmarks=len(model.landmark_indices_), graph_rows=len(model.reference_rows_))
     return out
@@ -230,8 +240,11 @@ def _cmd_fit_transform(args) -> int:
     elif args.method == "isomap":
         what = (f"Isomap ({model.mode_}, {len(model.landmark_indices_)} landmarks, graph of "
                 f"{len(model.reference_rows_)} rows): residual variance {model.residual_variance_[-1]:.3g}")
-    else:
+    elif args.method == "landmark-mds":
         what = f"landmark MDS ({len(model.landmarks_)} landmarks): negative mass {model.negative_mass_:.3g}"
+    else:
+        what = (f"{type(model).__name__} ({model.mode_}, graph of {len(model.reference_rows_)} rows): "
+                f"eigenvalues {[round(float(v), 6) for v in model.eigenvalues_]}")
     print(f"{what} on {shape[0]} x {shape[1]}; fit {t_fit:.1f} s, embedding written to {args.output} "
           f"in {t_write:.1f} s")
     if args.save_model:

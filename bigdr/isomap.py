@@ -331,7 +331,7 @@ class Isomap(BaseEstimator):
         ref_embedding = triangulate_geodesics(G, tri)
         self._set_residual_variance(G, ref_embedding, landmarks, eligible)
         if mode == "sampled":
-            Y = extend_blockwise(Xd, self._ext, self.n_components)
+            Y = extend_blockwise(X, self._ext, self.n_components, p)
             if wants_numpy(X):
                 (self.embedding_,) = compute(Y)
             return Y
@@ -430,10 +430,7 @@ class Isomap(BaseEstimator):
         the training set come back at their fitted coordinates.
         """
         self._check_fitted("geodesics_")
-        Xd = as_array(X, name="X", min_rows=1)
-        if Xd.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {Xd.shape[1]} columns; the model was fitted on {self.n_features_in_}.")
-        Y = extend_blockwise(Xd, self._extension(), self.n_components)
+        Y = extend_blockwise(X, self._extension(), self.n_components, self.n_features_in_)
         return compute(Y)[0] if wants_numpy(X) else Y
 
 

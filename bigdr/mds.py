@@ -291,8 +291,18 @@ class _LandmarkExtension:
         return out
 
 
-def extend_blockwise(Xd: da.Array, extension: Any, width: int) -> da.Array:
-    """``extension.embed_block`` over the row blocks of ``Xd``; the extension is one graph key."""
+#: Input chunk size of the extension passes. Placing a row costs far more
+#: than reading it (a neighbour query or m distances per row), so smaller
+#: chunks than the default 128 MiB cost no throughput and bound the memory
+#: (input, output and scratch of two tasks at once).
+EXTEND_CHUNK_BYTES = 32 << 20
+
+
+def extend_blockwise(X: Any, extension: Any, width: int, n_features: int) -> da.Array:
+    """``extension.embed_block`` over the row blocks of ``X``, lazily; the extension is one graph key."""
+    Xd = as_array(X, name="X", min_rows=1, chunk_bytes=EXTEND_CHUNK_BYTES)
+    if Xd.shape[1] != n_features:
+        raise ValueError(f"X has {Xd.shape[1]} columns; the model was fitted on {n_features}.")
     if len(Xd.chunks[1]) != 1:
         Xd = Xd.rechunk({1: -1})
     key = dask.delayed(extension, name=extension.key, traverse=False)
@@ -377,10 +387,7 @@ class LandmarkMDS(BaseEstimator):
     def transform(self, X: Any) -> np.ndarray | da.Array:
         """Place rows by triangulation from their distances to the landmarks (blockwise)."""
         self._check_fitted("triangulation_")
-        Xd = as_array(X, name="X", min_rows=1)
-        if Xd.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {Xd.shape[1]} columns; the model was fitted on {self.n_features_in_}.")
-        Y = extend_blockwise(Xd, self._extension(), self.n_components)
+        Y = extend_blockwise(X, self._extension(), self.n_components, self.n_features_in_)
         return compute(Y)[0] if wants_numpy(X) else Y
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | da.Array:

@@ -30,8 +30,9 @@ def _registry() -> dict[str, type]:
     from .isomap import Isomap
     from .mds import ClassicalMDS, LandmarkMDS
     from .pca import PCA
+    from .spectral import DiffusionMap, SpectralEmbedding
 
-    return {cls.__name__: cls for cls in (PCA, ClassicalMDS, LandmarkMDS, Isomap)}
+    return {cls.__name__: cls for cls in (PCA, ClassicalMDS, LandmarkMDS, Isomap, DiffusionMap, SpectralEmbedding)}
 
 
 def _digest(a: np.ndarray) -> str:

@@ -193,7 +193,7 @@ class _SpectralBase(BaseEstimator):
             if wants_numpy(X):
                 self.embedding_ = reference_embedding
             return _from_numpy(reference_embedding, Xd.chunks[0])
-        Y = extend_blockwise(Xd, self._extension(), d)
+        Y = extend_blockwise(X, self._extension(), d, self.n_features_in_)
         if wants_numpy(X):
             (self.embedding_,) = compute(Y)
         return Y
@@ -236,10 +236,7 @@ class _SpectralBase(BaseEstimator):
     def transform(self, X: Any) -> np.ndarray | da.Array:
         """Embed rows by the Nyström extension, blockwise (no refit)."""
         self._check_fitted("eigenvectors_")
-        Xd = as_array(X, name="X", min_rows=1)
-        if Xd.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {Xd.shape[1]} columns; the model was fitted on {self.n_features_in_}.")
-        Y = extend_blockwise(Xd, self._extension(), self.n_components)
+        Y = extend_blockwise(X, self._extension(), self.n_components, self.n_features_in_)
         return compute(Y)[0] if wants_numpy(X) else Y
 
 

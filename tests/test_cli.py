@@ -123,6 +123,10 @@ def test_isomap_and_landmark_mds_through_the_cli(tmp_path, capsys):
     assert main(["fit-transform", str(roll), str(tmp_path / "l.zarr"), "--dataset", "X", "--method",
                  "landmark-mds", "--landmarks", "50"]) == 0
     assert zarr.open(str(tmp_path / "l.zarr"), mode="r").attrs["negative_mass"] < 1e-9
+    assert main(["fit-transform", str(roll), str(tmp_path / "dm.zarr"), "--dataset", "X", "--method",
+                 "diffusion-map", "--landmarks", "2000", "--n-neighbors", "12"]) == 0
+    dm = zarr.open(str(tmp_path / "dm.zarr"), mode="r")
+    assert dm.attrs["mode"] == "landmarks" and abs(spearmanr(dm[:, 0], t).statistic) > 0.99
 
 
 def test_demo_and_help_via_the_installed_entry_point(tmp_path):

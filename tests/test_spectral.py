@@ -1,0 +1,178 @@
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.linalg
+from scipy.spatial import procrustes
+from scipy.spatial.distance import cdist
+from scipy.stats import spearmanr
+from sklearn.manifold import SpectralEmbedding as SkSpectralEmbedding
+
+from bigdr import DiffusionMap, SpectralEmbedding, diffusion_distance, load
+from bigdr.affinity import affinity, auto_epsilon, laplacian
+from bigdr.graphs import DisconnectedGraphWarning
+from bigdr.neighbors import knn_graph
+
+
+@pytest.fixture(scope="module")
+def roll():
+    from bigdr.datasets import make_swiss_roll
+
+    X, coords = make_swiss_roll(1500, noise=0.05, seed=4)
+    return X.compute(), coords.compute()[:, 0]
+
+
+def _dense_reference(X, k, alpha, n):
+    """Eigenpairs of the diffusion kernel by the textbook formulas on dense matrices."""
+    ind, dist = knn_graph(X, k).compute()
+    dist = dist.astype(np.float64)
+    W = affinity(ind, dist, "gaussian", auto_epsilon(dist), True).W.toarray()
+    q = W.sum(axis=1)
+    Wa = W / np.outer(q, q) ** alpha
+    d = Wa.sum(axis=1)
+    M = Wa / d[:, None]
+    lam, V = scipy.linalg.eigh(Wa / np.sqrt(np.outer(d, d)))
+    order = np.argsort(lam)[::-1][: n + 1]
+    return M, lam[order], V[:, order] / np.sqrt(d)[:, None]
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
+def test_diffusion_map_matches_dense_reference(roll, alpha):
+    X, _ = roll
+    M, lam, phi = _dense_reference(X, 10, alpha, 3)
+    model = DiffusionMap(3, n_neighbors=10, alpha=alpha, t=2).fit(X)
+    np.testing.assert_allclose(model.eigenvalues_, lam[1:], atol=1e-10)
+    # Right eigenvectors of M, scaled by lambda^t, equal up to sign.
+    for j in range(3):
+        ref = lam[j + 1] ** 2 * phi[:, j + 1]
+        got = model.embedding_[:, j]
+        assert min(np.abs(got - ref).max(), np.abs(got + ref).max()) < 1e-8
+    np.testing.assert_allclose(M @ model.eigenvectors_, model.eigenvectors_ * model.eigenvalues_, atol=1e-10)
+
+
+@pytest.mark.parametrize("solver", ["arpack", "lobpcg", "amg"])
+def test_iterative_solvers_agree_with_dense(roll, solver):
+    X, _ = roll
+    dense = DiffusionMap(2, n_neighbors=10, eigen_solver="dense").fit(X)
+    it = DiffusionMap(2, n_neighbors=10, eigen_solver=solver).fit(X)
+    np.testing.assert_allclose(it.eigenvalues_, dense.eigenvalues_, atol=1e-6)
+    assert procrustes(dense.embedding_, it.embedding_)[2] < 1e-6
+
+
+def test_first_coordinate_follows_the_roll(roll):
+    X, t = roll
+    Y = DiffusionMap(2, n_neighbors=10).fit_transform(X)
+    assert abs(spearmanr(Y[:, 0], t).statistic) > 0.99
+
+
+def test_theorem_4_8_diffusion_distance(roll):
+    X = roll[0][:300]
+    full = DiffusionMap(299, n_neighbors=10, t=3).fit(X)
+    D = diffusion_distance(X, t=3, n_neighbors=10)
+    np.testing.assert_allclose(cdist(full.embedding_, full.embedding_), D, atol=1e-6 * D.max())
+
+
+def test_matches_sklearn_spectral_embedding(roll):
+    X, _ = roll
+    ref = SkSpectralEmbedding(2, affinity="nearest_neighbors", n_neighbors=10, random_state=0).fit_transform(X)
+    ours = SpectralEmbedding(2, n_neighbors=9).fit_transform(X)  # scikit-learn counts the row itself
+    assert procrustes(ref, ours)[2] < 1e-10
+
+
+@pytest.mark.parametrize("kind", ["random_walk", "symmetric", "unnormalized"])
+def test_laplacian_eigenmaps_against_dense_laplacians(roll, kind):
+    X, _ = roll
+    model = SpectralEmbedding(2, affinity="gaussian", n_neighbors=10, laplacian=kind).fit(X)
+    ind, dist = knn_graph(X, 10).compute()
+    dist = dist.astype(np.float64)
+    W = affinity(ind, dist, "gaussian", auto_epsilon(dist), False).W
+    if kind == "random_walk":  # the generalised problem L v = mu D v
+        d = np.asarray(W.sum(axis=1)).ravel()
+        mu = scipy.linalg.eigh(laplacian(W, "unnormalized").toarray(), np.diag(d), eigvals_only=True)
+    else:
+        mu = np.linalg.eigvalsh(laplacian(W, kind).toarray())
+    np.testing.assert_allclose(model.eigenvalues_, mu[1:3], atol=1e-10)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DiffusionMap(2, n_neighbors=10),
+    lambda: SpectralEmbedding(2, n_neighbors=10, laplacian="symmetric"),
+    lambda: SpectralEmbedding(2, affinity="gaussian", n_neighbors=10, laplacian="unnormalized"),
+])
+def test_nystrom_transform_reproduces_training_rows(roll, make):
+    X, _ = roll
+    model = make().fit(X)
+    again = model.transform(da.from_array(X, chunks=400)).compute()
+    np.testing.assert_allclose(again, model.embedding_, atol=1e-9 * np.abs(model.embedding_).max())
+
+
+def test_held_out_rows_and_landmark_mode(roll):
+    X, t = roll
+    full = DiffusionMap(2, n_neighbors=10).fit(X)
+    part = DiffusionMap(2, n_neighbors=10).fit(X[:1300])
+    assert procrustes(full.embedding_[1300:], part.transform(X[1300:]))[2] < 5e-3
+    lm = DiffusionMap(2, n_neighbors=10, landmarks=700, random_state=3)
+    Y = lm.fit_transform(da.from_array(X, chunks=500))
+    assert lm.mode_ == "landmarks" and lm.reference_rows_.shape == (700, 3)
+    assert isinstance(Y, da.Array) and procrustes(full.embedding_, Y.compute())[2] < 2e-2
+
+
+def test_disconnected_graph_is_reported():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.standard_normal((300, 3)), rng.standard_normal((200, 3)) + 40])
+    with pytest.warns(DisconnectedGraphWarning) as record:
+        model = DiffusionMap(2, n_neighbors=8).fit(X)
+    assert any("sizes 300, 200" in str(r.message) for r in record)
+    assert model.n_graph_components_ == 2 and model.n_unit_eigenvalues_ == 2
+    with pytest.raises(ValueError, match="2 connected components"):
+        DiffusionMap(2, n_neighbors=8, on_disconnected="raise").fit(X)
+
+
+def test_duplicate_points(roll):
+    X = roll[0][:1000]
+    X = np.vstack([X, X[:50]])  # 50 exact duplicates: zero distances
+    model = DiffusionMap(2, n_neighbors=10).fit(X)
+    assert np.isfinite(model.embedding_).all() and model.n_unit_eigenvalues_ == 1
+    # Copies are joined with weight K(0) = 1 and land together; not exactly, because a third row's k-th
+    # neighbour slot can hold one copy but not the other (ties are broken by index).
+    gap = np.abs(model.embedding_[1000:] - model.embedding_[:50]).max(axis=0)
+    assert (gap < 0.01 * np.ptp(model.embedding_, axis=0)).all()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(epsilon=0), "epsilon"), (dict(epsilon=-1.0), "epsilon"), (dict(alpha=1.5), "alpha"),
+    (dict(alpha=-0.1), "alpha"), (dict(t=-1), "t must"), (dict(n_components=600), "n_components"),
+    (dict(n_neighbors=0), "n_neighbors"), (dict(eigen_solver="x"), "eigen_solver"), (dict(landmarks=1), "landmarks"),
+])
+def test_bad_input(kwargs, match):
+    X = np.random.default_rng(0).standard_normal((600, 3))
+    with pytest.raises(ValueError, match=match):
+        DiffusionMap(**kwargs).fit(X)
+
+
+def test_nan_input_fails_clearly():
+    X = np.random.default_rng(0).standard_normal((100, 3))
+    X[5, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        DiffusionMap().fit(X)
+
+
+def test_persistence_round_trip(tmp_path, roll):
+    X, _ = roll
+    model = DiffusionMap(2, n_neighbors=10, landmarks=500).fit(X)
+    model.save(str(tmp_path / "dm"))
+    back = load(str(tmp_path / "dm"))
+    np.testing.assert_array_equal(back.transform(X[:100]), model.transform(X[:100]))
+    np.testing.assert_array_equal(back.eigenvalues_, model.eigenvalues_)
+
+
+def test_distributed_cluster_gives_the_same_embedding(cluster_client, roll):
+    X, _ = roll
+    Xd = da.from_array(X, chunks=300)
+    local = DiffusionMap(2, n_neighbors=10, landmarks=800).fit(Xd)
+    Y_local = local.transform(Xd).compute(scheduler="threads")
+    with cluster_client.as_current(), dask.config.set(scheduler=cluster_client.get):
+        remote = DiffusionMap(2, n_neighbors=10, landmarks=800)
+        Y_remote = remote.fit_transform(Xd).compute()
+    np.testing.assert_allclose(remote.eigenvalues_, local.eigenvalues_, atol=1e-12)
+    np.testing.assert_allclose(Y_remote, Y_local, atol=1e-10)
