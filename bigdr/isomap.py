@@ -301,7 +301,7 @@ class Isomap(BaseEstimator):
         if self.n_components >= n:
             raise ValueError(f"n_components={self.n_components} must be less than the number of rows ({n}).")
         if mode == "sampled":
-            ref, _ = uniform_sample(Xd, n_ref, _seed(self.random_state))
+            ref, _ = uniform_sample(X, n_ref, _seed(self.random_state))  # reads X in its own chunks
         else:
             (ref,) = compute(Xd)
         ref = np.ascontiguousarray(ref)

@@ -305,6 +305,11 @@ def extend_blockwise(X: Any, extension: Any, width: int, n_features: int) -> da.
         raise ValueError(f"X has {Xd.shape[1]} columns; the model was fitted on {n_features}.")
     if len(Xd.chunks[1]) != 1:
         Xd = Xd.rechunk({1: -1})
+    # A dask array given by the caller keeps its chunks in as_array; split
+    # large row chunks here (dask reads each piece's region of the store).
+    rows = max(1, EXTEND_CHUNK_BYTES // max(1, Xd.shape[1] * Xd.dtype.itemsize))
+    if max(Xd.chunks[0]) > rows:
+        Xd = Xd.rechunk({0: rows})
     key = dask.delayed(extension, name=extension.key, traverse=False)
     return da.map_blocks(lambda b, ext: ext.embed_block(b), Xd, key, chunks=(Xd.chunks[0], (width,)),
                          dtype=np.float64, meta=np.empty((0, 0)))

@@ -119,7 +119,7 @@ class _SpectralBase(BaseEstimator):
         _check_metric(self.metric, self.neighbor_method)
         _seed(self.random_state)
 
-    def _reference(self, Xd: da.Array) -> tuple[np.ndarray, str]:
+    def _reference(self, X: Any, Xd: da.Array) -> tuple[np.ndarray, str]:
         n = Xd.shape[0]
         lm = self.landmarks
         if isinstance(lm, str):
@@ -134,14 +134,15 @@ class _SpectralBase(BaseEstimator):
         if lm >= n:
             (ref,) = compute(Xd)
             return np.ascontiguousarray(ref), "all-rows"
-        rows, _ = select_landmarks(Xd, int(lm), "random", _seed(self.random_state))
+        # From X itself: for a store, the sampling pass then reads its own (smaller) chunks.
+        rows, _ = select_landmarks(X, int(lm), "random", _seed(self.random_state))
         return np.ascontiguousarray(rows), "landmarks"
 
     def _fit(self, X: Any) -> da.Array:
         self._check_common()
         alpha = self._alpha()
         Xd = as_array(X, name="X")
-        ref, mode = self._reference(Xd)
+        ref, mode = self._reference(X, Xd)
         n_ref, d = len(ref), self.n_components
         k = self.n_neighbors
         if k >= n_ref:
