@@ -8,7 +8,14 @@ from .mds import ClassicalMDS, LandmarkMDS
 from .neighbors import KNNGraph, NeighborIndex, knn_graph
 from .pca import PCA
 from .persist import load
+from .projection import (
+    GaussianRandomProjection,
+    SparseRandomProjection,
+    distortion_report,
+    johnson_lindenstrauss_min_dim,
+)
 from .spectral import DiffusionMap, SpectralEmbedding, diffusion_distance
 
-__all__ = ["PCA", "ClassicalMDS", "LandmarkMDS", "Isomap", "DiffusionMap", "SpectralEmbedding", "diffusion_distance", "KNNGraph", "NeighborIndex", "as_array", "knn_graph", "load", "select_landmarks", "write_zarr",
+__all__ = ["PCA", "ClassicalMDS", "LandmarkMDS", "Isomap", "DiffusionMap", "SpectralEmbedding", "diffusion_distance", "GaussianRandomProjection", "SparseRandomProjection", "distortion_report",
+           "johnson_lindenstrauss_min_dim", "KNNGraph", "NeighborIndex", "as_array", "knn_graph", "load", "select_landmarks", "write_zarr",
            "__version__"]

@@ -21,6 +21,8 @@ USER_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, NotADi
 
 
 def _n_components(text: str):
+    if text == "auto":
+        return "auto"
     if text in ("mp", "none", "None"):
         return None if text.lower() == "none" else "mp"
     try:
@@ -89,8 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Fit a method to INPUT and write the embedding of every row to OUTPUT (zarr).")
     f.add_argument("input", help="zarr store, .npy or HDF5 file (file.h5:/dataset)")
     f.add_argument("output", help="destination zarr store for the embedding")
-    f.add_argument("--method", choices=["pca", "isomap", "landmark-mds", "diffusion-map", "spectral-embedding"],
-                   default="pca")
+    f.add_argument("--method", choices=["pca", "isomap", "landmark-mds", "diffusion-map", "spectral-embedding",
+                                        "gaussian-rp", "sparse-rp"], default="pca")
     f.add_argument("-k", "--n-components", type=_n_components, default=2,
                    help="int, fraction of variance in (0,1), 'mp' or 'none' (default 2)")
     f.add_argument("--svd-solver", default="auto", choices=["auto", "covariance", "tsqr", "samples", "randomized"])
@@ -99,6 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--landmarks", type=_landmarks, default="auto",
                    help="isomap: 'auto', 'none' (exact) or a count; landmark-mds: a count (default 500); "
                         "diffusion-map, spectral-embedding: 'auto', 'none' (all rows) or a count")
+    f.add_argument("--eps", type=float, default=0.1, help="gaussian-rp, sparse-rp: distortion for -k auto")
+    f.add_argument("--density", default="auto", help="sparse-rp: 'auto' (1/sqrt(p)) or a fraction")
+    f.add_argument("--report", action="store_true",
+                   help="gaussian-rp, sparse-rp: print and store the distortion of sampled pairs")
     f.add_argument("--graph-sample", type=_graph_sample, default="auto",
                    help="isomap: rows the graph is built on: 'auto', 'all' or a count")
     f.add_argument("--random-state", type=int, default=0)
@@ -151,11 +157,18 @@ def _cmd_generate(args) -> int:
 
 
 def _make_model(method, n_components, *, svd_solver="auto", whiten=False, random_state=0, n_neighbors=10,
-                landmarks="auto", graph_sample="auto"):
+                landmarks="auto", graph_sample="auto", eps=0.1, density="auto"):
     if method == "pca":
         from .pca import PCA
 
         return PCA(n_components, svd_solver=svd_solver, whiten=whiten, random_state=random_state)
+    if method in ("gaussian-rp", "sparse-rp"):
+        from .projection import GaussianRandomProjection, SparseRandomProjection
+
+        if method == "gaussian-rp":
+            return GaussianRandomProjection(n_components, eps=eps, random_state=random_state)
+        density = density if density == "auto" else _fraction(density)
+        return SparseRandomProjection(n_components, density=density, eps=eps, random_state=random_state)
     if isinstance(n_components, bool) or not isinstance(n_components, int):
         raise ValueError(f"--n-components for {method} must be an int; got {n_components!r}.")
     if whiten or svd_solver != "auto":
@@ -178,8 +191,17 @@ def _make_model(method, n_components, *, svd_solver="auto", whiten=False, random
                        random_state=random_state)
 
 
+def _fraction(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"--density must be 'auto' or a number in (0, 1]; got {text!r}.") from None
+
+
 def _summary(model) -> dict:
     """What the embedding store records about the fit, per method."""
+    if hasattr(model, "seed_"):
+        return {"n_components": model.n_components_, "seed": model.seed_, "density": model.density_}
     if hasattr(model, "explained_variance_ratio_"):
         return {"explained_variance_ratio": model.explained_variance_ratio_.tolist(), "svd_solver": model.svd_solver_}
     if hasattr(model, "epsilon_"):
@@ -193,7 +215,7 @@ def _summary(model) -> dict:
 
 
 def _fit_transform(input_path, output, *, n_components, method="pca", dataset=None, save_model=None, scree=None,
-                   overwrite=False, **params):
+                   overwrite=False, report=False, **params):
     """Fit a method on a store and write the embedding; shared by ``fit-transform`` and ``demo``."""
     from .io import as_array, check_writable, write_zarr
 
@@ -204,7 +226,15 @@ def _fit_transform(input_path, output, *, n_components, method="pca", dataset=No
     check_writable(output, overwrite)
     if save_model:
         check_writable(save_model, overwrite)
-    X = as_array(input_path, dataset=dataset)
+    if report and not method.endswith("-rp"):
+        raise ValueError("--report applies to --method gaussian-rp and sparse-rp only.")
+    if method.endswith("-rp"):
+        from .projection import projection_input
+
+        # Wide input keeps its column chunks; a CSR group stays sparse.
+        X = projection_input(str(input_path) if dataset is None else f"{input_path}/{dataset}")
+    else:
+        X = as_array(input_path, dataset=dataset)
     t0 = time.perf_counter()
     if method == "pca":
         model.fit(X)
@@ -214,6 +244,10 @@ def _fit_transform(input_path, output, *, n_components, method="pca", dataset=No
     t_fit = time.perf_counter() - t0
     attrs = {"method": method, "params": model.get_params(), "input": str(input_path), "input_shape": list(X.shape),
              **_summary(model)}
+    if report:
+        from .projection import distortion_report
+
+        attrs["distortion"] = model._distortion = distortion_report(model, X)
     t0 = time.perf_counter()
     write_zarr(Y, output, attrs=attrs, overwrite=overwrite)
     t_write = time.perf_counter() - t0
@@ -232,14 +266,16 @@ def _cmd_fit_transform(args) -> int:
     model, shape, t_fit, t_write = _fit_transform(
         args.input, args.output, n_components=args.n_components, method=args.method, svd_solver=args.svd_solver,
         whiten=args.whiten, random_state=args.random_state, n_neighbors=args.n_neighbors, landmarks=args.landmarks,
-        graph_sample=args.graph_sample, dataset=args.dataset, save_model=args.save_model, scree=args.scree,
-        overwrite=args.overwrite)
+        graph_sample=args.graph_sample, eps=args.eps, density=args.density, dataset=args.dataset,
+        save_model=args.save_model, scree=args.scree, overwrite=args.overwrite, report=args.report)
     if args.method == "pca":
         kept = float(model.explained_variance_ratio_.sum())
         what = f"PCA ({model.svd_solver_}): {model.n_components_} components, {100 * kept:.2f}% of variance"
     elif args.method == "isomap":
         what = (f"Isomap ({model.mode_}, {len(model.landmark_indices_)} landmarks, graph of "
                 f"{len(model.reference_rows_)} rows): residual variance {model.residual_variance_[-1]:.3g}")
+    elif args.method.endswith("-rp"):
+        what = f"{type(model).__name__} to {model.n_components_} dimensions (seed {model.seed_})"
     elif args.method == "landmark-mds":
         what = f"landmark MDS ({len(model.landmarks_)} landmarks): negative mass {model.negative_mass_:.3g}"
     else:
@@ -247,6 +283,12 @@ def _cmd_fit_transform(args) -> int:
                 f"eigenvalues {[round(float(v), 6) for v in model.eigenvalues_]}")
     print(f"{what} on {shape[0]} x {shape[1]}; fit {t_fit:.1f} s, embedding written to {args.output} "
           f"in {t_write:.1f} s")
+    if args.report:
+        r = model._distortion
+        q = r["quantiles"]
+        print(f"distortion |f(x)-f(y)|^2/|x-y|^2 over {r['n_pairs']} pairs: median {q['50%']:.4f}, 1%-99% "
+              f"[{q['1%']:.4f}, {q['99%']:.4f}], min {q['min']:.4f}, max {q['max']:.4f}; "
+              f"{100 * r['within_eps']:.2f}% within 1 +- {r['eps']}")
     if args.save_model:
         print(f"model saved to {args.save_model}")
     if args.scree:

@@ -30,9 +30,11 @@ def _registry() -> dict[str, type]:
     from .isomap import Isomap
     from .mds import ClassicalMDS, LandmarkMDS
     from .pca import PCA
+    from .projection import GaussianRandomProjection, SparseRandomProjection
     from .spectral import DiffusionMap, SpectralEmbedding
 
-    return {cls.__name__: cls for cls in (PCA, ClassicalMDS, LandmarkMDS, Isomap, DiffusionMap, SpectralEmbedding)}
+    return {cls.__name__: cls for cls in (PCA, ClassicalMDS, LandmarkMDS, Isomap, DiffusionMap, SpectralEmbedding,
+                                          GaussianRandomProjection, SparseRandomProjection)}
 
 
 def _digest(a: np.ndarray) -> str:

@@ -129,6 +129,33 @@ def test_isomap_and_landmark_mds_through_the_cli(tmp_path, capsys):
     assert dm.attrs["mode"] == "landmarks" and abs(spearmanr(dm[:, 0], t).statistic) > 0.99
 
 
+def test_random_projection_with_report(tmp_path, capsys):
+    import scipy.sparse as sp
+
+    from bigdr.io import write_sparse_zarr
+
+    wide = tmp_path / "wide.zarr"
+    X = np.random.default_rng(0).standard_normal((2000, 3000)).astype(np.float32)
+    zarr.create_array(str(wide), shape=X.shape, chunks=(500, 1000), dtype="f4")[:] = X
+    out = tmp_path / "rp.zarr"
+    rc = main(["fit-transform", str(wide), str(out), "--method", "gaussian-rp", "-k", "auto", "--eps", "0.3",
+               "--report", "--save-model", str(tmp_path / "rp-model")])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "within 1 +- 0.3" in text
+    emb = zarr.open(str(out), mode="r")
+    assert emb.shape[1] == bigdr.johnson_lindenstrauss_min_dim(2000, 0.3)
+    assert emb.attrs["distortion"]["within_eps"] >= 0.99
+    np.testing.assert_allclose(bigdr.load(str(tmp_path / "rp-model")).transform(X[:10]), emb[:10], rtol=1e-4, atol=1e-4)
+    M = sp.random(1000, 20000, density=1e-3, format="csr", random_state=1, dtype=np.float32)
+    write_sparse_zarr(M, tmp_path / "sparse.zarr")
+    assert main(["fit-transform", str(tmp_path / "sparse.zarr"), str(tmp_path / "s.zarr"), "--method", "sparse-rp",
+                 "-k", "24"]) == 0
+    assert zarr.open(str(tmp_path / "s.zarr"), mode="r").shape == (1000, 24)
+    assert main(["fit-transform", str(wide), str(tmp_path / "x.zarr"), "--method", "pca", "--report"]) == 2
+    assert "--report applies" in capsys.readouterr().err
+
+
 def test_demo_and_help_via_the_installed_entry_point(tmp_path):
     env = {**os.environ, "BIGDR_SCHEDULER": "threads"}
     run = subprocess.run([sys.executable, "-m", "bigdr.cli", "demo", "--out", str(tmp_path / "d"), "-n", "20000"],
