@@ -65,6 +65,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="where to run: 'threads' (default, or $BIGDR_SCHEDULER), 'local-cluster', "
                         "a scheduler address tcp://host:port, or a scheduler file")
     p.add_argument("--no-progress", action="store_true", help="do not show progress bars")
+    p.add_argument("--chunk-mib", type=float, default=None,
+                   help="input chunk size in MiB (default 128, or $DASK_BIGDR__CHUNK_BYTES); smaller for workers "
+                        "with little memory")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -112,11 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--save-model", default=None, metavar="PATH", help="also save the fitted model here")
     f.add_argument("--scree", default=None, metavar="PNG", help="also write a scree plot")
     f.add_argument("--overwrite", action="store_true")
+    f.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run of the same command: write only the missing blocks")
     _common(f)
 
     i = sub.add_parser("info", help="describe a data store or a saved model",
                        description="Print shape, chunks, dtype and attributes of a store, file or saved model.")
     i.add_argument("path")
+    _common(i)  # accepted everywhere for uniform scripts; info reads metadata only and computes nothing
 
     d = sub.add_parser("demo", help="generate data, embed it, write the embedding and a scree plot",
                        description="The end-to-end job: spiked-covariance data -> PCA (components chosen by the "
@@ -215,7 +221,7 @@ def _summary(model) -> dict:
 
 
 def _fit_transform(input_path, output, *, n_components, method="pca", dataset=None, save_model=None, scree=None,
-                   overwrite=False, report=False, **params):
+                   overwrite=False, report=False, resume=False, **params):
     """Fit a method on a store and write the embedding; shared by ``fit-transform`` and ``demo``."""
     from .io import as_array, check_writable, write_zarr
 
@@ -249,7 +255,7 @@ def _fit_transform(input_path, output, *, n_components, method="pca", dataset=No
 
         attrs["distortion"] = model._distortion = distortion_report(model, X)
     t0 = time.perf_counter()
-    write_zarr(Y, output, attrs=attrs, overwrite=overwrite)
+    write_zarr(Y, output, attrs=attrs, overwrite=overwrite, resume=resume)
     t_write = time.perf_counter() - t0
     if save_model:
         from .persist import save
@@ -267,7 +273,8 @@ def _cmd_fit_transform(args) -> int:
         args.input, args.output, n_components=args.n_components, method=args.method, svd_solver=args.svd_solver,
         whiten=args.whiten, random_state=args.random_state, n_neighbors=args.n_neighbors, landmarks=args.landmarks,
         graph_sample=args.graph_sample, eps=args.eps, density=args.density, dataset=args.dataset,
-        save_model=args.save_model, scree=args.scree, overwrite=args.overwrite, report=args.report)
+        save_model=args.save_model, scree=args.scree, overwrite=args.overwrite, report=args.report,
+        resume=args.resume)
     if args.method == "pca":
         kept = float(model.explained_variance_ratio_.sum())
         what = f"PCA ({model.svd_solver_}): {model.n_components_} components, {100 * kept:.2f}% of variance"
@@ -387,15 +394,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._compute import progress
         from .scheduler import use_scheduler
 
-        with use_scheduler(args.scheduler), progress(not args.no_progress and sys.stderr.isatty()):
+        import dask
+
+        config = {}
+        if getattr(args, "chunk_mib", None) is not None:
+            if not args.chunk_mib > 0:
+                raise ValueError(f"--chunk-mib must be positive; got {args.chunk_mib}.")
+            config["bigdr.chunk-bytes"] = int(args.chunk_mib * 2**20)
+        with dask.config.set(config), use_scheduler(args.scheduler), \
+                progress(not args.no_progress and sys.stderr.isatty()):
             return COMMANDS[args.command](args)
     except USER_ERRORS as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"bigdr: error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("bigdr: interrupted; no partial output was published", file=sys.stderr)
+        print(f"bigdr: interrupted; nothing was published.{_resume_hint(args)}", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if not _resume_hint(args):
+            raise
+        # A lost scheduler or workers: say how to continue, not a traceback.
+        print(f"bigdr: error: the run failed ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})."
+              f"{_resume_hint(args)}", file=sys.stderr)
+        return 1
+
+
+def _resume_hint(args) -> str:
+    output = getattr(args, "output", None)
+    if output is None or args.command != "fit-transform":
+        return ""
+    from .io import partial_path
+
+    part = partial_path(output)
+    if not part.exists():
+        return ""
+    return f" The blocks written so far are kept in {part}; rerun the same command with --resume to finish."
 
 
 if __name__ == "__main__":  # pragma: no cover
