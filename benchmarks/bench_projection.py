@@ -126,8 +126,6 @@ def make_dense_store():
 
 
 def child(args):
-    import dask.array as da
-
     import bigdr
     from bigdr._compute import compute
     from bigdr.projection import projection_input

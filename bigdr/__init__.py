@@ -8,6 +8,7 @@ from .mds import ClassicalMDS, LandmarkMDS
 from .neighbors import KNNGraph, NeighborIndex, knn_graph
 from .pca import PCA
 from .persist import load
+from .scheduler import use_scheduler
 from .projection import (
     GaussianRandomProjection,
     SparseRandomProjection,
@@ -17,5 +18,5 @@ from .projection import (
 from .spectral import DiffusionMap, SpectralEmbedding, diffusion_distance
 
 __all__ = ["PCA", "ClassicalMDS", "LandmarkMDS", "Isomap", "DiffusionMap", "SpectralEmbedding", "diffusion_distance", "GaussianRandomProjection", "SparseRandomProjection", "distortion_report",
-           "johnson_lindenstrauss_min_dim", "KNNGraph", "NeighborIndex", "as_array", "knn_graph", "load", "select_landmarks", "write_zarr",
+           "johnson_lindenstrauss_min_dim", "KNNGraph", "NeighborIndex", "as_array", "knn_graph", "load", "use_scheduler", "select_landmarks", "write_zarr",
            "__version__"]

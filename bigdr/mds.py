@@ -311,8 +311,13 @@ def extend_blockwise(X: Any, extension: Any, width: int, n_features: int) -> da.
     if max(Xd.chunks[0]) > rows:
         Xd = Xd.rechunk({0: rows})
     key = dask.delayed(extension, name=extension.key, traverse=False)
-    return da.map_blocks(lambda b, ext: ext.embed_block(b), Xd, key, chunks=(Xd.chunks[0], (width,)),
+    return da.map_blocks(_embed_block, Xd, key, chunks=(Xd.chunks[0], (width,)),
                          dtype=np.float64, meta=np.empty((0, 0)))
+
+
+def _embed_block(block: np.ndarray, extension: Any) -> np.ndarray:
+    # A named function, not a lambda: task names show in dashboards and task streams.
+    return extension.embed_block(block)
 
 
 class LandmarkMDS(BaseEstimator):

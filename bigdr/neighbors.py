@@ -289,11 +289,15 @@ def _blockwise_query(Xd: da.Array, index: NeighborIndex, k: int, exclude_self: b
         drop_axis=1, dtype=np.dtype([("i", np.int64, (k,)), ("d", np.float32, (k,))]),
         meta=np.empty((0,), dtype=[("i", np.int64, (k,)), ("d", np.float32, (k,))]),
     )
-    ind = records.map_blocks(lambda r: r["i"], new_axis=1, chunks=(Xd.chunks[0], (k,)), dtype=np.int64,
+    ind = records.map_blocks(_field, "i", new_axis=1, chunks=(Xd.chunks[0], (k,)), dtype=np.int64,
                              meta=np.empty((0, 0), np.int64))
-    dist = records.map_blocks(lambda r: r["d"], new_axis=1, chunks=(Xd.chunks[0], (k,)), dtype=np.float32,
+    dist = records.map_blocks(_field, "d", new_axis=1, chunks=(Xd.chunks[0], (k,)), dtype=np.float32,
                               meta=np.empty((0, 0), np.float32))
     return ind, dist
+
+
+def _field(records: np.ndarray, name: str) -> np.ndarray:
+    return records[name]
 
 
 class KNNGraph:

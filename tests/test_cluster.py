@@ -211,6 +211,18 @@ def test_tls_cluster_rejects_an_unauthenticated_client(tmp_path):
                 with dask.config.set(scheduler=client.get):
                     pca = bigdr.PCA(2).fit(X)
             np.testing.assert_allclose(pca.explained_variance_, bigdr.PCA(2).fit(X).explained_variance_, rtol=1e-10)
+        # The command line reaches it through dask's TLS configuration (cluster/README.md).
+        import dask
+
+        tls_config = {"distributed.comm.tls.ca-file": tls["ca"], "distributed.comm.tls.client.cert": tls["cert"],
+                      "distributed.comm.tls.client.key": tls["key"], "distributed.comm.require-encryption": True}
+        X = np.random.default_rng(1).standard_normal((3000, 5))
+        np.save(tmp_path / "x.npy", X)
+        with dask.config.set(tls_config):
+            assert main(["fit-transform", str(tmp_path / "x.npy"), str(tmp_path / "y.zarr"), "-k", "2",
+                         "--scheduler", c.address]) == 0
+        np.testing.assert_allclose(np.abs(zarr.open(str(tmp_path / "y.zarr"))[:]), np.abs(bigdr.PCA(2).fit_transform(X)),
+                                   atol=1e-9)
         # A client that trusts the cluster's CA but shows no certificate: the scheduler refuses the
         # handshake (distributed itself will not even try without a certificate).
         import socket
