@@ -10,11 +10,14 @@ overhead  PCA (1M x 100 float32 store, 10 components) and Isomap (1M-row
           cluster, the task stream splits the wall time into time when
           workers ran tasks (the parallel part) and time when none did (the
           driver: graph building, the in-memory solves).
+dijkstra  Why Isomap's shortest paths gain from worker processes: 8 groups
+          of 8 scipy Dijkstra sources over a 100k-row kNN graph (k = 10),
+          run one after another, on 2 threads and on 2 processes.
 memory    Isomap on the 10M-row swiss roll store with 2 workers limited to
           2 GiB each: completes? wall time, peak RSS of each worker (sampled
           every 0.5 s) and of the driver.
 
-Usage: python benchmarks/bench_cluster.py [overhead|memory|all]
+Usage: python benchmarks/bench_cluster.py [overhead|dijkstra|memory|all]
 """
 
 from __future__ import annotations
@@ -46,25 +49,32 @@ def job(method, store):
     shutil.rmtree(out.parent)
 
 
-def busy_intervals(stream):
-    """Union of task intervals (seconds), by prefix of the task key."""
-    spans = sorted((s["start"], s["stop"]) for t in stream for s in t["startstops"] if s["action"] == "compute")
+def _union(spans):
+    """Total length of the union of (start, stop) intervals."""
     total, end = 0.0, None
-    for a, b in spans:
+    for a, b in sorted(spans):
         if end is None or a > end:
             total += b - a
             end = b
         elif b > end:
             total += b - end
             end = b
-    by_prefix = {}
-    for t in stream:
-        name = t["key"][0] if isinstance(t["key"], tuple) else t["key"]
-        prefix = str(name).rsplit("-", 1)[0]
-        for s in t["startstops"]:
-            if s["action"] == "compute":
-                by_prefix[prefix] = by_prefix.get(prefix, 0.0) + s["stop"] - s["start"]
-    return total, by_prefix
+    return total
+
+
+def split_time(records):
+    """From (kind, start, stop) task records: seconds when any task ran, and per kind the
+    seconds when a task of that kind ran (its phase's wall time) and its summed task time."""
+    kinds = {}
+    for kind, a, b in records:
+        kinds.setdefault(kind, []).append((a, b))
+    return _union([(a, b) for _, a, b in records]), {
+        k: {"wall": _union(v), "task": sum(b - a for a, b in v)} for k, v in kinds.items()}
+
+
+def _kind(key):
+    name = key[0] if isinstance(key, tuple) else key
+    return str(name).rsplit("-", 1)[0]
 
 
 def child(args):
@@ -73,10 +83,15 @@ def child(args):
         method, where = args[1], args[2]
         store = PCA_STORE if method == "pca" else swiss_roll_store(1_000_000)
         if where == "threads":
+            from dask.diagnostics import Profiler
+
             job(method, store)  # untimed first call: imports, thread pools, page cache
-            t0 = time.perf_counter()
-            job(method, store)
-            return {"seconds": time.perf_counter() - t0}
+            with Profiler() as prof:
+                t0 = time.perf_counter()
+                job(method, store)
+                seconds = time.perf_counter() - t0
+            busy, kinds = split_time([(_kind(t.key), t.start_time, t.end_time) for t in prof.results])
+            return {"seconds": seconds, "busy_seconds": busy, "kinds": kinds}
         import dask
         from distributed import Client, LocalCluster
 
@@ -90,8 +105,35 @@ def child(args):
                 t0 = time.perf_counter()
                 job(method, store)
                 seconds = time.perf_counter() - t0
-            busy, by_prefix = busy_intervals(ts.data)
-        return {"seconds": seconds, "busy_seconds": busy, "task_seconds": by_prefix}
+            busy, kinds = split_time([(_kind(t["key"]), st["start"], st["stop"]) for t in ts.data
+                                      for st in t["startstops"] if st["action"] == "compute"])
+        return {"seconds": seconds, "busy_seconds": busy, "kinds": kinds}
+    if what == "dijkstra":
+        from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+        import numpy as np
+
+        from bigdr.datasets import make_swiss_roll
+        from bigdr.graphs import to_csr
+        from bigdr.isomap import _dijkstra_group
+        from bigdr.neighbors import knn_graph
+
+        X = make_swiss_roll(100_000, noise=0.05, seed=0)[0].compute()
+        graph = to_csr(knn_graph(X, 10), "union", "distance")
+        groups = [np.arange(8 * i, 8 * i + 8) for i in range(8)]
+        out = {"sequential": [], "threads": [], "processes": []}
+        with ThreadPoolExecutor(2) as threads, ProcessPoolExecutor(2) as procs:
+            list(procs.map(_dijkstra_group, [graph] * 2, groups[:2]))  # start the processes
+            for _ in range(3):
+                t0 = time.perf_counter()
+                for g in groups:
+                    _dijkstra_group(graph, g)
+                out["sequential"].append(time.perf_counter() - t0)
+                for name, pool in (("threads", threads), ("processes", procs)):
+                    t0 = time.perf_counter()
+                    list(pool.map(_dijkstra_group, [graph] * len(groups), groups))
+                    out[name].append(time.perf_counter() - t0)
+        return out
     if what == "memory":
         import dask
         import psutil
@@ -141,29 +183,65 @@ def run_overhead():
 
 
 def render_overhead(res):
+    med = statistics.median
     lines = ["## 2-worker local cluster against the threaded scheduler, 1M rows (fit + embedding written to zarr)\n",
-             "| method | threads (2) | cluster (2 processes x 1 thread) | ratio | cluster: any worker busy | "
+             "| method | threads (2) | cluster (2 processes x 1 thread) | ratio | threads: driver alone | "
              "cluster: driver alone | cluster: worker utilisation |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for m in ("pca", "isomap"):
-        th = statistics.median(r["seconds"] for r in res[f"{m}/threads"])
-        cl_runs = res[f"{m}/cluster"]
-        cl = statistics.median(r["seconds"] for r in cl_runs)
-        busy = statistics.median(r["busy_seconds"] / r["seconds"] for r in cl_runs)
-        util = statistics.median(sum(r["task_seconds"].values()) / (2 * r["seconds"]) for r in cl_runs)
-        lines.append(f"| {m} | {th:.2f} s | {cl:.2f} s | {cl / th:.2f} | {100 * busy:.0f}% | {100 * (1 - busy):.0f}% | "
-                     f"{100 * util:.0f}% |")
+        th_runs, cl_runs = res[f"{m}/threads"], res[f"{m}/cluster"]
+        th, cl = med(r["seconds"] for r in th_runs), med(r["seconds"] for r in cl_runs)
+        alone = {w: med(1 - r["busy_seconds"] / r["seconds"] for r in runs)
+                 for w, runs in (("threads", th_runs), ("cluster", cl_runs))}
+        util = med(sum(k["task"] for k in r["kinds"].values()) / (2 * r["seconds"]) for r in cl_runs)
+        lines.append(f"| {m} | {th:.2f} s | {cl:.2f} s | {cl / th:.2f} | {100 * alone['threads']:.0f}% | "
+                     f"{100 * alone['cluster']:.0f}% | {100 * util:.0f}% |")
     lines.append("\nMedians of 3 interleaved rounds, each in a fresh process; the cluster is started before the "
-                 "timer. 'Any worker busy': share of wall time when at least one task ran; 'driver alone': the rest "
-                 "(building graphs, in-memory graph and eigenproblems), which more workers do not shorten; "
-                 "'utilisation': task time summed over both workers / (2 x wall).")
+                 "timer. 'Driver alone': share of wall time when no task ran (building graphs, in-memory graph and "
+                 "eigenproblems in the driver), which more workers do not shorten. 'Utilisation': task time summed "
+                 "over both workers / (2 x wall).\n")
+    lines += ["### Where the time goes: wall time of each kind of task (median of 3)\n",
+              "| method | task kind | what it does | threads | cluster |", "| --- | --- | --- | --- | --- |"]
     for m in ("pca", "isomap"):
-        r = res[f"{m}/cluster"][-1]
-        total = sum(r["task_seconds"].values())
-        top = sorted(r["task_seconds"].items(), key=lambda kv: -kv[1])[:5]
-        lines.append(f"\n{m}, task time by kind (last round, summed over workers, {total:.1f} s in all): "
-                     + ", ".join(f"`{k[:40]}` {v:.1f} s" for k, v in top))
+        th_runs, cl_runs = res[f"{m}/threads"], res[f"{m}/cluster"]
+        walls = {}
+        for w, runs in (("threads", th_runs), ("cluster", cl_runs)):
+            for k in set().union(*(r["kinds"] for r in runs)):
+                walls.setdefault(k, {})[w] = med(r["kinds"].get(k, {"wall": 0.0})["wall"] for r in runs)
+        top = sorted(walls.items(), key=lambda kv: -max(kv[1].values()))[:4]
+        for k, v in top:
+            lines.append(f"| {m} | `{k[:48]}` | {WHAT.get(k, '')} | {v.get('threads', 0):.2f} s | "
+                         f"{v.get('cluster', 0):.2f} s |")
+        for w, runs in (("threads", th_runs), ("cluster", cl_runs)):
+            walls.setdefault("(driver alone)", {})[w] = med(r["seconds"] - r["busy_seconds"] for r in runs)
+        v = walls["(driver alone)"]
+        lines.append(f"| {m} | (driver alone) | serial: graph, CSR, components, eigenproblems, scheduling | "
+                     f"{v['threads']:.2f} s | {v['cluster']:.2f} s |")
     return "\n".join(lines) + "\n"
+
+
+#: What the main kinds of task do (for the table).
+WHAT = {
+    "_state_of_block": "PCA: per-block covariance statistics (parallel)",
+    "matmul-getitem": "PCA: projection of each block (parallel)",
+    "write_row_block-sum": "write of each row block to zarr (parallel)",
+    "_embed_block": "Isomap: place each row block (neighbours, geodesics, triangulation; parallel)",
+    "from-zarr-_embed_block": "Isomap: read and place each row block (parallel)",
+    "_dijkstra_group": "Isomap: Dijkstra from groups of 8 landmarks (parallel on processes)",
+    "_query_records": "kNN query of each block (parallel)",
+    "from-zarr": "read of the sample (parallel)",
+}
+
+
+def run_dijkstra():
+    r = run_child(SCRIPT, "dijkstra")
+    med = {k: statistics.median(v) for k, v in r.items()}
+    lines = ["## scipy Dijkstra on threads and on processes (64 sources in 8 groups, 100k-row graph)\n",
+             "| one after another | 2 threads | 2 processes (graph sent with each task) |", "| --- | --- | --- |",
+             f"| {med['sequential']:.2f} s | {med['threads']:.2f} s | {med['processes']:.2f} s |",
+             "\nMedians of 3. scipy's Dijkstra holds the GIL, so threads run it one at a time; worker processes "
+             "run it in parallel."]
+    return r, "\n".join(lines) + "\n"
 
 
 def run_memory():
@@ -181,9 +259,9 @@ def main():
         print(json.dumps(child(sys.argv[2:])))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["overhead", "memory", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["overhead", "dijkstra", "memory", "all"], nargs="*", default=["all"])
     args = ap.parse_args()
-    run_sections("cluster", {"overhead": run_overhead, "memory": run_memory}, args.case)
+    run_sections("cluster", {"overhead": run_overhead, "dijkstra": run_dijkstra, "memory": run_memory}, args.case)
 
 
 if __name__ == "__main__":

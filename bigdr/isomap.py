@@ -69,6 +69,10 @@ RADIUS_ATTACH = 32
 
 
 # -- graph builders -----------------------------------------------------------
+#: Partial geodesics held at once by :func:`landmark_geodesics` (besides the result).
+GEODESIC_BATCH_BYTES = 256 << 20
+
+
 def _dijkstra_group(graph: sp.csr_matrix, sources: np.ndarray) -> np.ndarray:
     from scipy.sparse.csgraph import dijkstra
 
@@ -81,17 +85,19 @@ def landmark_geodesics(graph: sp.csr_matrix, sources: np.ndarray, group_size: in
     ``graph`` must be symmetric (an undirected graph stored both ways).
     The sources are split into groups of ``group_size``; each group is one
     dask task (scipy's Dijkstra), and the graph enters the dask graph as one
-    key, so a cluster ships it to each worker once. Groups run a batch at a
-    time (twice the scheduler's parallelism) and are copied into the result
-    as they finish, so at most a batch of partial results is held twice.
-    Unreachable nodes get ``inf``.
+    key, so a cluster ships it to each worker once per batch. Groups run a
+    batch at a time and are copied into the result as they finish; a batch
+    holds at most ``GEODESIC_BATCH_BYTES`` of partial results (and at least
+    twice the scheduler's parallelism in groups), which bounds the memory
+    held twice. Small batches cost time on a cluster: each one is a round
+    trip and resends the graph. Unreachable nodes get ``inf``.
     """
     sources = np.asarray(sources, dtype=np.int64)
     n = graph.shape[0]
     out = np.empty((n, len(sources)), dtype=np.float32)
     key = dask.delayed(graph, name=f"bigdr-graph-{uuid.uuid4().hex}", traverse=False)
     starts = list(range(0, len(sources), group_size))
-    batch = 2 * parallelism()
+    batch = max(2 * parallelism(), GEODESIC_BATCH_BYTES // max(1, 4 * n * group_size))
     for b in range(0, len(starts), batch):
         chunk = starts[b : b + batch]
         tasks = [dask.delayed(_dijkstra_group, pure=True)(key, sources[s : s + group_size]) for s in chunk]
@@ -119,13 +125,13 @@ class _GeodesicExtension:
         self.k = k
         self.radius = radius
         self.key = f"bigdr-isomap-extension-{uuid.uuid4().hex}"
+        # ~32 MiB of row x landmark geodesics per piece
+        self.piece_rows = max(256, (32 << 20) // (4 * geodesics.shape[1]))
 
     def embed_block(self, block: np.ndarray) -> np.ndarray:
-        m = self.geodesics.shape[1]
-        rows = max(256, (32 << 20) // (4 * m))  # ~32 MiB of row x landmark geodesics per piece
         out = np.empty((len(block), self.tri.pinv.shape[1]))
-        for s in range(0, len(block), rows):
-            ind, dist = self.index.query_block(block[s : s + rows], self.k)
+        for s in range(0, len(block), self.piece_rows):
+            ind, dist = self.index.query_block(block[s : s + self.piece_rows], self.k)
             if self.radius is not None:  # keep the nearest always, the rest within the radius
                 dist = dist.copy()
                 dist[:, 1:][dist[:, 1:] > self.radius] = np.inf

@@ -282,11 +282,12 @@ class _LandmarkExtension:
         self.metric_params = metric_params
         self.tri = tri
         self.key = f"bigdr-landmark-mds-{uuid.uuid4().hex}"
+        self.piece_rows = TRIANGULATE_ROWS
 
     def embed_block(self, block: np.ndarray) -> np.ndarray:
         out = np.empty((len(block), self.tri.pinv.shape[1]))
-        for s in range(0, len(block), TRIANGULATE_ROWS):
-            d = pairwise_distances(block[s : s + TRIANGULATE_ROWS], self.landmarks, self.metric, self.metric_params)
+        for s in range(0, len(block), self.piece_rows):
+            d = pairwise_distances(block[s : s + self.piece_rows], self.landmarks, self.metric, self.metric_params)
             out[s : s + len(d)] = triangulate(d**2, self.tri)
         return out
 
@@ -299,7 +300,14 @@ EXTEND_CHUNK_BYTES = 32 << 20
 
 
 def extend_blockwise(X: Any, extension: Any, width: int, n_features: int) -> da.Array:
-    """``extension.embed_block`` over the row blocks of ``X``, lazily; the extension is one graph key."""
+    """``extension.embed_block`` over the row blocks of ``X``, lazily; the extension is one graph key.
+
+    ``extension`` has ``key`` (its graph key), ``piece_rows`` (rows it places
+    at once) and ``embed_block``. A task gets at most one piece: placing a row
+    costs far more than reading it (3-D rows: 1M rows are 24 MB, one input
+    chunk, but ten seconds of work), so tasks sized by input bytes would leave
+    every worker but one idle.
+    """
     Xd = as_array(X, name="X", min_rows=1, chunk_bytes=EXTEND_CHUNK_BYTES)
     if Xd.shape[1] != n_features:
         raise ValueError(f"X has {Xd.shape[1]} columns; the model was fitted on {n_features}.")
@@ -308,6 +316,7 @@ def extend_blockwise(X: Any, extension: Any, width: int, n_features: int) -> da.
     # A dask array given by the caller keeps its chunks in as_array; split
     # large row chunks here (dask reads each piece's region of the store).
     rows = max(1, EXTEND_CHUNK_BYTES // max(1, Xd.shape[1] * Xd.dtype.itemsize))
+    rows = min(rows, extension.piece_rows)
     if max(Xd.chunks[0]) > rows:
         Xd = Xd.rechunk({0: rows})
     key = dask.delayed(extension, name=extension.key, traverse=False)

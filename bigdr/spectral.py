@@ -63,11 +63,12 @@ class _NystromExtension:
         self.kernel, self.epsilon, self.self_loops, self.alpha = kernel, epsilon, self_loops, alpha
         self.kind, self.phi, self.mu, self.scale = kind, phi, mu, scale
         self.key = f"bigdr-nystrom-{uuid.uuid4().hex}"
+        self.piece_rows = EXTEND_ROWS
 
     def embed_block(self, block: np.ndarray) -> np.ndarray:
         out = np.empty((len(block), self.phi.shape[1]))
-        for s in range(0, len(block), EXTEND_ROWS):
-            ind, dist = self.index.query_block(block[s : s + EXTEND_ROWS], self.k_query)
+        for s in range(0, len(block), self.piece_rows):
+            ind, dist = self.index.query_block(block[s : s + self.piece_rows], self.k_query)
             w, is_self = new_row_weights(ind, dist.astype(np.float64), self.k, self.radius, self.kernel,
                                          self.epsilon, self.self_loops)
             # A reference row's candidates may miss a far reverse neighbour;

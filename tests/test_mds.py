@@ -138,3 +138,15 @@ def test_persistence_round_trip(tmp_path, points):
     c = ClassicalMDS(2).fit(points)
     c.save(str(tmp_path / "c"))
     np.testing.assert_array_equal(load(str(tmp_path / "c")).embedding_, c.embedding_)
+
+
+def test_extension_tasks_hold_one_piece_each(points):
+    # Low-dimensional rows are cheap to read and costly to place: a task per
+    # 32 MiB of input would put all of 1M 3-D rows in one task.
+    est = LandmarkMDS(2, n_landmarks=50, random_state=0).fit(points)
+    ext = est._extension()
+    ext.piece_rows = 64
+    X = da.from_array(np.tile(points, (3, 1)), chunks=(1200, 6))
+    Y = mds.extend_blockwise(X, ext, 2, 6)
+    assert max(Y.chunks[0]) == 64 and Y.numblocks[0] == -(-1200 // 64)
+    np.testing.assert_allclose(Y.compute()[:400], est.transform(points), atol=1e-10)
