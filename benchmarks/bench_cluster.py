@@ -114,9 +114,9 @@ def child(args):
         import numpy as np
 
         from bigdr.datasets import make_swiss_roll
-        from bigdr.graphs import to_csr
-        from bigdr.isomap import _dijkstra_group
-        from bigdr.neighbors import knn_graph
+        from bigdr.graph.sparse import to_csr
+        from bigdr.graph.sparse import _dijkstra_group
+        from bigdr.graph.knn import knn_graph
 
         X = make_swiss_roll(100_000, noise=0.05, seed=0)[0].compute()
         graph = to_csr(knn_graph(X, 10), "union", "distance")

@@ -70,7 +70,7 @@ def all_rows(method, X):
     """Returns (indices without self, seconds)."""
     t0 = time.perf_counter()
     if method.startswith("bigdr-"):
-        from bigdr.neighbors import knn_graph
+        from bigdr.graph.knn import knn_graph
 
         g = knn_graph(X, K, method=method.split("-", 1)[1], random_state=0)
         ind, _ = g.compute()
@@ -110,7 +110,7 @@ def child(args):
     if what == "graph":
         dataset, method = args[1], args[2]
         X = DATASETS[dataset]()
-        from bigdr.neighbors import choose_method
+        from bigdr.graph.neighbors import choose_method
 
         uses_numba = "nndescent" in method or (method == "bigdr-auto" and choose_method(*X.shape, "euclidean") == "nndescent")
         compile_s = warm_numba() if uses_numba else None
@@ -134,7 +134,7 @@ def child(args):
         ind, seconds, _ = all_rows(method, X)
         return {"seconds": seconds, "recall": recall(ind[rows], exact_sample(X, rows))}
     if what == "landmarks":
-        from bigdr.landmarks import select_landmarks
+        from bigdr.graph.landmarks import select_landmarks
 
         store = Path(args[1])
         select_landmarks(np.zeros((100, 3)), 10)  # untimed first call
@@ -146,7 +146,7 @@ def child(args):
         return {"seconds": seconds, "peak_rss_mib": rss.peak / 2**20, "ru_maxrss_mib": ru_maxrss_mib()}
     if what == "query":
         import bigdr
-        from bigdr.neighbors import NeighborIndex
+        from bigdr.graph.neighbors import NeighborIndex
 
         store = Path(args[1])
         landmarks = np.load(DATA / f"landmarks-{store.stem}.npy")

@@ -97,9 +97,10 @@ def child(args):
 def run_solvers():
     import scipy.sparse as sp
 
-    from bigdr.affinity import affinity, auto_epsilon, normalise
-    from bigdr.linalg import smallest_eigh
-    from bigdr.neighbors import knn_graph
+    from bigdr.graph.affinity import affinity, auto_epsilon
+    from bigdr.graph.operators import normalise
+    from bigdr.core.eigen import smallest_eigh
+    from bigdr.graph.knn import knn_graph
 
     X, _ = roll(100_000)
     ind, dist = knn_graph(X, K).compute()
@@ -110,7 +111,7 @@ def run_solvers():
     res = {}
     for solver in ("arpack", "lobpcg", "amg"):
         t0 = time.perf_counter()
-        mu, _ = smallest_eigh(L, 3, solver, 0, known)
+        mu = smallest_eigh(L, 3, solver, 0, known).values
         res[solver] = {"seconds": time.perf_counter() - t0, "eigenvalues_of_M": (1 - mu).tolist()}
         print(solver, res[solver], flush=True)
     lines = ["## Eigensolvers: 3 leading eigenpairs of the diffusion kernel, 100k-row swiss roll, k = 15\n",

@@ -1,22 +1,32 @@
-"""bigdr: dimensionality reduction for data larger than memory or spread over a dask cluster."""
+"""bigdr: dimensionality reduction for data larger than memory or spread over a dask cluster.
+
+The estimators (``bigdr.PCA``, ``bigdr.Isomap``, ...) are the classes of
+:data:`bigdr.methods.METHODS`, imported on first use.
+"""
+
+from typing import Any
 
 from ._version import __version__
+from .graph import KNNGraph, NeighborIndex, knn_graph, select_landmarks
 from .io import as_array, write_zarr
-from .isomap import Isomap
-from .landmarks import select_landmarks
-from .mds import ClassicalMDS, LandmarkMDS
-from .neighbors import KNNGraph, NeighborIndex, knn_graph
-from .pca import PCA
+from .methods import METHODS
 from .persist import load
+from .projection import distortion_report, johnson_lindenstrauss_min_dim
 from .scheduler import use_scheduler
-from .projection import (
-    GaussianRandomProjection,
-    SparseRandomProjection,
-    distortion_report,
-    johnson_lindenstrauss_min_dim,
-)
-from .spectral import DiffusionMap, SpectralEmbedding, diffusion_distance
+from .spectral import diffusion_distance
 
-__all__ = ["PCA", "ClassicalMDS", "LandmarkMDS", "Isomap", "DiffusionMap", "SpectralEmbedding", "diffusion_distance", "GaussianRandomProjection", "SparseRandomProjection", "distortion_report",
-           "johnson_lindenstrauss_min_dim", "KNNGraph", "NeighborIndex", "as_array", "knn_graph", "load", "use_scheduler", "select_landmarks", "write_zarr",
-           "__version__"]
+_ESTIMATORS = {m.target.split(":")[1]: m for m in METHODS.values()}
+
+__all__ = sorted(_ESTIMATORS) + ["KNNGraph", "NeighborIndex", "__version__", "as_array", "diffusion_distance",
+                                 "distortion_report", "johnson_lindenstrauss_min_dim", "knn_graph", "load",
+                                 "select_landmarks", "use_scheduler", "write_zarr"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ESTIMATORS:
+        return _ESTIMATORS[name].cls
+    raise AttributeError(f"module 'bigdr' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_ESTIMATORS))

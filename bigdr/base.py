@@ -1,74 +1,125 @@
 """The estimator contract shared by every bigdr method.
 
-scikit-learn's conventions without inheriting its internals: ``__init__``
-stores parameters only, ``get_params``/``set_params`` read them from the
-signature, fitted attributes end in ``_``. numpy in gives numpy out; dask,
-zarr or a path in gives a lazy dask array out.
+Estimators subclass scikit-learn's public base classes (``BaseEstimator``,
+``TransformerMixin``, ``ClassNamePrefixFeaturesOutMixin``), so ``clone``,
+``Pipeline``, ``GridSearchCV``, estimator tags, ``set_output`` and
+``get_feature_names_out`` work: ``__init__`` stores parameters only, fitted
+attributes end in ``_``. numpy in gives numpy out; dask, zarr or a path in
+gives a lazy dask array out.
+
+Every concrete estimator registers itself by subclassing
+:class:`BigdrEstimator` (:func:`registered`), so persistence and the command
+line need no list of classes.
 """
 
 from __future__ import annotations
 
-import inspect
+import os
 from typing import Any
 
 import dask.array as da
 import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+
+from ._compute import compute
+from .exceptions import NotFittedError
+from .extension import Extension, extend_blockwise
+from .io import as_array
+from .io.model import write_model
+
+_REGISTRY: dict[str, type[BigdrEstimator]] = {}
 
 
-class NotFittedError(ValueError, AttributeError):
-    """Raised when a method needs a fitted estimator."""
+def registered() -> dict[str, type[BigdrEstimator]]:
+    """Every estimator class defined so far, by class name."""
+    return dict(_REGISTRY)
 
 
-class BaseEstimator:
-    """Parameters from ``__init__``, a readable repr, persistence."""
+class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Base class of bigdr's estimators: scikit-learn's contract, persistence, registration."""
 
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [p.name for p in sig.parameters.values() if p.name != "self" and p.kind != p.VAR_KEYWORD]
+    #: Abstract bases set this in their own class body; they are not registered.
+    _abstract = True
+    #: Input dtypes whose output keeps the dtype (scikit-learn's ``preserves_dtype`` tag).
+    _preserves_dtype: tuple[str, ...] = ("float64",)
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._param_names()}
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("_abstract", False) and not cls.__name__.startswith("_"):
+            _REGISTRY[cls.__name__] = cls
 
-    def set_params(self, **params: Any) -> "BaseEstimator":
-        valid = self._param_names()
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(f"Invalid parameter {key!r} for {type(self).__name__}; valid parameters are {valid}.")
-            setattr(self, key, value)
-        return self
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "n_features_in_")
 
-    def __repr__(self) -> str:
-        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}
-        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if not _same(v, defaults.get(k))]
-        return f"{type(self).__name__}({', '.join(changed)})"
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.requires_fit = True
+        if tags.transformer_tags is not None:
+            tags.transformer_tags.preserves_dtype = list(self._preserves_dtype)
+        return tags
 
-    def _check_fitted(self, attribute: str) -> None:
-        if not hasattr(self, attribute):
+    @property
+    def _n_features_out(self) -> int:
+        """Width of the output (for ``get_feature_names_out``)."""
+        if not self.__sklearn_is_fitted__():
+            raise AttributeError("_n_features_out")  # unfitted: scikit-learn's check_is_fitted reads this
+        return int(getattr(self, "n_components_", None) or self.n_components)  # type: ignore[attr-defined]
+
+    def _check_fitted(self) -> None:
+        if not self.__sklearn_is_fitted__():
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet; call fit (or partial_fit) first.")
 
     def save(self, path: str, overwrite: bool = False) -> None:
-        """Save the fitted model: arrays in a zarr group, parameters in JSON (no pickle)."""
-        from .persist import save
+        """Save the fitted model: arrays in a zarr group, parameters in JSON (no pickle); :func:`bigdr.load` reads it."""
+        write_model(self, path, overwrite=overwrite)
 
-        save(self, path, overwrite=overwrite)
+    @classmethod
+    def read_input(cls, path: str | os.PathLike, dataset: str | None = None) -> da.Array:
+        """The lazy input of a fit from a path (the command line's reader)."""
+        return as_array(path, dataset=dataset)
+
+    def summary(self) -> dict[str, Any]:
+        """What an embedding store records about the fit (JSON-serialisable)."""
+        return {}
+
+    def describe(self) -> str:
+        """One line for the command line after a fit."""
+        return type(self).__name__
 
 
-def _same(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b) and type(a) is type(b)
-    except Exception:
-        return a is b
+class ExtensionEstimator(BigdrEstimator):
+    """An estimator whose ``transform`` is a blockwise :class:`~bigdr.extension.Extension`.
+
+    Subclasses build the extension from fitted attributes only
+    (:meth:`_make_extension`), so a loaded model rebuilds it on first use.
+    """
+
+    _abstract = True
+
+    def _make_extension(self) -> Extension:
+        raise NotImplementedError
+
+    def _extension(self) -> Extension:
+        ext = self.__dict__.get("_ext")
+        if ext is None:
+            ext = self._ext = self._make_extension()
+        return ext
+
+    def _extend(self, X: Any) -> da.Array:
+        """The lazy embedding of the rows of ``X``."""
+        return extend_blockwise(X, self._extension(), self.n_features_in_, type(self).__name__)
+
+    def transform(self, X: Any) -> np.ndarray | da.Array:
+        """Embed rows without refitting, blockwise (numpy in, numpy out; lazy otherwise)."""
+        self._check_fitted()
+        Y = self._extend(X)
+        return compute(Y)[0] if wants_numpy(X) else Y
 
 
 def wants_numpy(X: Any) -> bool:
     """Whether the caller gave in-memory data (so gets numpy back)."""
     # A path, zarr array or h5py dataset may be larger than memory: stay lazy.
-    return isinstance(X, (np.ndarray, list, tuple)) and not isinstance(X, da.Array)
-
-
-def check_positive_int(value: Any, name: str) -> int:
-    """``value`` as an int >= 1, or a ValueError naming the parameter."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive int; got {value!r}.")
-    return int(value)
+    if isinstance(X, da.Array):
+        return False
+    return isinstance(X, (np.ndarray, list, tuple)) or hasattr(X, "__array__") and not hasattr(X, "chunks")

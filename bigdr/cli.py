@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Sequence
 
 from ._version import __version__
+from .methods import METHODS, make_estimator
 
+#: Options of ``fit-transform`` passed to the estimator (``--n-neighbors`` -> ``n_neighbors``).
+METHOD_OPTIONS = ("svd_solver", "whiten", "n_neighbors", "landmarks", "eps", "density", "graph_sample", "random_state")
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError, KeyError)
 
 
@@ -94,23 +97,25 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Fit a method to INPUT and write the embedding of every row to OUTPUT (zarr).")
     f.add_argument("input", help="zarr store, .npy or HDF5 file (file.h5:/dataset)")
     f.add_argument("output", help="destination zarr store for the embedding")
-    f.add_argument("--method", choices=["pca", "isomap", "landmark-mds", "diffusion-map", "spectral-embedding",
-                                        "gaussian-rp", "sparse-rp"], default="pca")
+    f.add_argument("--method", choices=list(METHODS), default="pca",
+                   help="; ".join(f"{m.name}: {m.summary}" for m in METHODS.values()))
     f.add_argument("-k", "--n-components", type=_n_components, default=2,
                    help="int, fraction of variance in (0,1), 'mp' or 'none' (default 2)")
-    f.add_argument("--svd-solver", default="auto", choices=["auto", "covariance", "tsqr", "samples", "randomized"])
-    f.add_argument("--whiten", action="store_true", help="pca only")
-    f.add_argument("--n-neighbors", type=int, default=10, help="isomap: neighbours per row in the graph")
-    f.add_argument("--landmarks", type=_landmarks, default="auto",
+    f.add_argument("--svd-solver", default=argparse.SUPPRESS, choices=["auto", "covariance", "tsqr", "samples", "randomized"])
+    f.add_argument("--whiten", action="store_const", const=True, default=argparse.SUPPRESS, help="pca only")
+    f.add_argument("--n-neighbors", type=int, default=argparse.SUPPRESS,
+                   help="isomap, diffusion-map, spectral-embedding: neighbours per row in the graph "
+                        "(default: the method's own, 10 or 15)")
+    f.add_argument("--landmarks", type=_landmarks, default=argparse.SUPPRESS,
                    help="isomap: 'auto', 'none' (exact) or a count; landmark-mds: a count (default 500); "
                         "diffusion-map, spectral-embedding: 'auto', 'none' (all rows) or a count")
-    f.add_argument("--eps", type=float, default=0.1, help="gaussian-rp, sparse-rp: distortion for -k auto")
-    f.add_argument("--density", default="auto", help="sparse-rp: 'auto' (1/sqrt(p)) or a fraction")
+    f.add_argument("--eps", type=float, default=argparse.SUPPRESS, help="gaussian-rp, sparse-rp: distortion for -k auto")
+    f.add_argument("--density", type=_density, default=argparse.SUPPRESS, help="sparse-rp: 'auto' (1/sqrt(p)) or a fraction")
     f.add_argument("--report", action="store_true",
                    help="gaussian-rp, sparse-rp: print and store the distortion of sampled pairs")
-    f.add_argument("--graph-sample", type=_graph_sample, default="auto",
+    f.add_argument("--graph-sample", type=_graph_sample, default=argparse.SUPPRESS,
                    help="isomap: rows the graph is built on: 'auto', 'all' or a count")
-    f.add_argument("--random-state", type=int, default=0)
+    f.add_argument("--random-state", type=int, default=argparse.SUPPRESS, help="seed (default: the method's own)")
     f.add_argument("--dataset", default=None, help="array inside a zarr group or HDF5 file")
     f.add_argument("--save-model", default=None, metavar="PATH", help="also save the fitted model here")
     f.add_argument("--scree", default=None, metavar="PNG", help="also write a scree plot")
@@ -162,70 +167,21 @@ def _cmd_generate(args) -> int:
     return 0
 
 
-def _make_model(method, n_components, *, svd_solver="auto", whiten=False, random_state=0, n_neighbors=10,
-                landmarks="auto", graph_sample="auto", eps=0.1, density="auto"):
-    if method == "pca":
-        from .pca import PCA
-
-        return PCA(n_components, svd_solver=svd_solver, whiten=whiten, random_state=random_state)
-    if method in ("gaussian-rp", "sparse-rp"):
-        from .projection import GaussianRandomProjection, SparseRandomProjection
-
-        if method == "gaussian-rp":
-            return GaussianRandomProjection(n_components, eps=eps, random_state=random_state)
-        density = density if density == "auto" else _fraction(density)
-        return SparseRandomProjection(n_components, density=density, eps=eps, random_state=random_state)
-    if isinstance(n_components, bool) or not isinstance(n_components, int):
-        raise ValueError(f"--n-components for {method} must be an int; got {n_components!r}.")
-    if whiten or svd_solver != "auto":
-        raise ValueError("--whiten and --svd-solver apply to --method pca only.")
-    if method == "isomap":
-        from .isomap import Isomap
-
-        return Isomap(n_components, n_neighbors=n_neighbors, landmarks=landmarks, graph_sample=graph_sample,
-                      random_state=random_state)
-    if method in ("diffusion-map", "spectral-embedding"):
-        from .spectral import DiffusionMap, SpectralEmbedding
-
-        cls = DiffusionMap if method == "diffusion-map" else SpectralEmbedding
-        return cls(n_components, n_neighbors=n_neighbors, landmarks=landmarks, random_state=random_state)
-    from .mds import LandmarkMDS
-
-    if landmarks is None:
-        raise ValueError("--landmarks none (exact) applies to isomap; give landmark-mds a number of landmarks.")
-    return LandmarkMDS(n_components, n_landmarks=500 if landmarks == "auto" else landmarks,
-                       random_state=random_state)
-
-
-def _fraction(text: str) -> float:
+def _density(text: str):
+    if text == "auto":
+        return text
     try:
         return float(text)
     except ValueError:
-        raise ValueError(f"--density must be 'auto' or a number in (0, 1]; got {text!r}.") from None
-
-
-def _summary(model) -> dict:
-    """What the embedding store records about the fit, per method."""
-    if hasattr(model, "seed_"):
-        return {"n_components": model.n_components_, "seed": model.seed_, "density": model.density_}
-    if hasattr(model, "explained_variance_ratio_"):
-        return {"explained_variance_ratio": model.explained_variance_ratio_.tolist(), "svd_solver": model.svd_solver_}
-    if hasattr(model, "epsilon_"):
-        return {"eigenvalues": model.eigenvalues_.tolist(), "epsilon": model.epsilon_, "mode": model.mode_,
-                "graph_rows": len(model.reference_rows_)}
-    out = {"eigenvalues": model.eigenvalues_.tolist(), "negative_mass": model.negative_mass_}
-    if hasattr(model, "residual_variance_"):
-        out.update(mode=model.mode_, residual_variance=model.residual_variance_.tolist(),
-                   n_landmarks=len(model.landmark_indices_), graph_rows=len(model.reference_rows_))
-    return out
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a number in (0, 1]; got {text!r}") from None
 
 
 def _fit_transform(input_path, output, *, n_components, method="pca", dataset=None, save_model=None, scree=None,
-                   overwrite=False, report=False, resume=False, **params):
+                   overwrite=False, report=False, resume=False, **options):
     """Fit a method on a store and write the embedding; shared by ``fit-transform`` and ``demo``."""
-    from .io import as_array, check_writable, write_zarr
+    from .io import check_writable, write_zarr
 
-    model = _make_model(method, n_components, **params)
+    model = make_estimator(method, {"n_components": n_components, **options})
     if scree and method != "pca":
         raise ValueError("--scree applies to --method pca only.")
     # Fail before any work if an output cannot be written.
@@ -234,22 +190,12 @@ def _fit_transform(input_path, output, *, n_components, method="pca", dataset=No
         check_writable(save_model, overwrite)
     if report and not method.endswith("-rp"):
         raise ValueError("--report applies to --method gaussian-rp and sparse-rp only.")
-    if method.endswith("-rp"):
-        from .projection import projection_input
-
-        # Wide input keeps its column chunks; a CSR group stays sparse.
-        X = projection_input(str(input_path) if dataset is None else f"{input_path}/{dataset}")
-    else:
-        X = as_array(input_path, dataset=dataset)
+    X = model.read_input(input_path, dataset)
     t0 = time.perf_counter()
-    if method == "pca":
-        model.fit(X)
-        Y = model.transform(X)
-    else:
-        Y = model.fit_transform(X)
+    Y = model.fit_transform(X)
     t_fit = time.perf_counter() - t0
     attrs = {"method": method, "params": model.get_params(), "input": str(input_path), "input_shape": list(X.shape),
-             **_summary(model)}
+             **model.summary()}
     if report:
         from .projection import distortion_report
 
@@ -269,26 +215,13 @@ def _fit_transform(input_path, output, *, n_components, method="pca", dataset=No
 
 
 def _cmd_fit_transform(args) -> int:
+    # Options not given are absent (argparse.SUPPRESS): the method's own defaults apply.
+    options = {name: getattr(args, name) for name in METHOD_OPTIONS if hasattr(args, name)}
     model, shape, t_fit, t_write = _fit_transform(
-        args.input, args.output, n_components=args.n_components, method=args.method, svd_solver=args.svd_solver,
-        whiten=args.whiten, random_state=args.random_state, n_neighbors=args.n_neighbors, landmarks=args.landmarks,
-        graph_sample=args.graph_sample, eps=args.eps, density=args.density, dataset=args.dataset,
+        args.input, args.output, n_components=args.n_components, method=args.method, dataset=args.dataset,
         save_model=args.save_model, scree=args.scree, overwrite=args.overwrite, report=args.report,
-        resume=args.resume)
-    if args.method == "pca":
-        kept = float(model.explained_variance_ratio_.sum())
-        what = f"PCA ({model.svd_solver_}): {model.n_components_} components, {100 * kept:.2f}% of variance"
-    elif args.method == "isomap":
-        what = (f"Isomap ({model.mode_}, {len(model.landmark_indices_)} landmarks, graph of "
-                f"{len(model.reference_rows_)} rows): residual variance {model.residual_variance_[-1]:.3g}")
-    elif args.method.endswith("-rp"):
-        what = f"{type(model).__name__} to {model.n_components_} dimensions (seed {model.seed_})"
-    elif args.method == "landmark-mds":
-        what = f"landmark MDS ({len(model.landmarks_)} landmarks): negative mass {model.negative_mass_:.3g}"
-    else:
-        what = (f"{type(model).__name__} ({model.mode_}, graph of {len(model.reference_rows_)} rows): "
-                f"eigenvalues {[round(float(v), 6) for v in model.eigenvalues_]}")
-    print(f"{what} on {shape[0]} x {shape[1]}; fit {t_fit:.1f} s, embedding written to {args.output} "
+        resume=args.resume, **options)
+    print(f"{model.describe()} on {shape[0]} x {shape[1]}; fit {t_fit:.1f} s, embedding written to {args.output} "
           f"in {t_write:.1f} s")
     if args.report:
         r = model._distortion

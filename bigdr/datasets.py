@@ -103,7 +103,7 @@ def make_spiked_covariance(
     seed: int = 0,
     dtype=np.float64,
 ) -> tuple[da.Array, da.Array]:
-    """Spiked covariance model (notes 000): ``x = noise * u + sum_k sqrt(beta_k) g_k v_k``.
+    """Spiked covariance model (Johnstone 2001): ``x = noise * u + sum_k sqrt(beta_k) g_k v_k``.
 
     ``Cov(x) = noise^2 I + sum_k beta_k v_k v_k^T``. With ``noise = 1`` a spike
     is visible above the Marchenko–Pastur bulk when ``beta_k > sqrt(p/n)``

@@ -1,4 +1,4 @@
-"""Isomap for millions of rows (Tenenbaum, de Silva & Langford 2000; notes 000, 001, 003).
+"""Isomap for millions of rows (Tenenbaum, de Silva & Langford 2000).
 
 Isomap approximates geodesic distances on the data manifold by shortest
 paths through a neighbourhood graph (kNN or epsilon), then embeds them by
@@ -6,7 +6,7 @@ classical MDS. Three modes share one code path: a *reference set* of rows
 on which the graph is built, ``m`` landmarks among them, the geodesics
 ``G`` (reference rows x landmarks) by Dijkstra from every landmark, landmark
 MDS on the landmarks' block of ``G``, and triangulation of every row from
-its squared geodesics to the landmarks (:mod:`bigdr.mds`).
+its squared geodesics to the landmarks (:mod:`bigdr.core.triangulation`).
 
 ``exact``
     Graph of all rows, every row a landmark: classical MDS of the full
@@ -28,28 +28,25 @@ its squared geodesics to the landmarks (:mod:`bigdr.mds`).
 
 from __future__ import annotations
 
-import uuid
 import warnings
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
-from ._compute import compute, parallelism
-from .base import BaseEstimator, check_positive_int, wants_numpy
-from .graphs import (
-    DisconnectedGraphWarning,
-    connected_components,
-    join_components,
-    radius_graph,
-    to_csr,
-)
-from .io import _from_numpy, as_array
-from .landmarks import KEY_SALT, _seed, maxmin, uniform_sample
-from .mds import Triangulation, extend_blockwise, landmark_mds, triangulate
-from .neighbors import NeighborIndex, _check_metric, knn_graph
+from ._compute import compute
+from ._random import LANDMARK_STREAM, resolve_seed
+from ._validation import check_choice, check_int
+from .base import ExtensionEstimator, wants_numpy
+from .core.triangulation import Triangulation, attach_geodesics, landmark_mds, triangulate, triangulate_distances
+from .exceptions import DisconnectedGraphWarning
+from .extension import Extension
+from .graph.knn import knn_graph
+from .graph.landmarks import maxmin, uniform_sample
+from .graph.neighbors import NeighborIndex, check_method, check_metric
+from .graph.sparse import check_policy, landmark_geodesics, radius_graph, resolve_components, to_csr
+from .io import as_array, from_numpy
 
 #: ``landmarks="auto"``: exact Isomap up to this many rows.
 EXACT_MAX = 2_000
@@ -68,76 +65,30 @@ RESIDUAL_SAMPLE = 1_000
 RADIUS_ATTACH = 32
 
 
-# -- graph builders -----------------------------------------------------------
-#: Partial geodesics held at once by :func:`landmark_geodesics` (besides the result).
-GEODESIC_BATCH_BYTES = 256 << 20
+#: What Isomap can do with a disconnected graph (see :func:`bigdr.graph.sparse.resolve_components`).
+ON_DISCONNECTED = ("raise", "largest", "join")
 
 
-def _dijkstra_group(graph: sp.csr_matrix, sources: np.ndarray) -> np.ndarray:
-    from scipy.sparse.csgraph import dijkstra
-
-    return dijkstra(graph, directed=True, indices=sources).astype(np.float32)
-
-
-def landmark_geodesics(graph: sp.csr_matrix, sources: np.ndarray, group_size: int = 8) -> np.ndarray:
-    """Shortest-path distances from each source to every node: ``(n_nodes, len(sources))`` float32.
-
-    ``graph`` must be symmetric (an undirected graph stored both ways).
-    The sources are split into groups of ``group_size``; each group is one
-    dask task (scipy's Dijkstra), and the graph enters the dask graph as one
-    key, so a cluster ships it to each worker once per batch. Groups run a
-    batch at a time and are copied into the result as they finish; a batch
-    holds at most ``GEODESIC_BATCH_BYTES`` of partial results (and at least
-    twice the scheduler's parallelism in groups), which bounds the memory
-    held twice. Small batches cost time on a cluster: each one is a round
-    trip and resends the graph. Unreachable nodes get ``inf``.
-    """
-    sources = np.asarray(sources, dtype=np.int64)
-    n = graph.shape[0]
-    out = np.empty((n, len(sources)), dtype=np.float32)
-    key = dask.delayed(graph, name=f"bigdr-graph-{uuid.uuid4().hex}", traverse=False)
-    starts = list(range(0, len(sources), group_size))
-    batch = max(2 * parallelism(), GEODESIC_BATCH_BYTES // max(1, 4 * n * group_size))
-    for b in range(0, len(starts), batch):
-        chunk = starts[b : b + batch]
-        tasks = [dask.delayed(_dijkstra_group, pure=True)(key, sources[s : s + group_size]) for s in chunk]
-        for s, part in zip(chunk, compute(*tasks)):
-            out[:, s : s + len(part)] = part.T
-    return out
-
-
-def _attach(ind: np.ndarray, dist: np.ndarray, geodesics: np.ndarray) -> np.ndarray:
-    """``g[i, l] = min_j dist[i, j] + geodesics[ind[i, j], l]`` (rows reached through neighbours)."""
-    g = np.full((len(ind), geodesics.shape[1]), np.inf, dtype=np.float32)
-    for j in range(ind.shape[1]):
-        np.minimum(g, dist[:, j, None] + geodesics[ind[:, j]], out=g)
-    return g
-
-
-class _GeodesicExtension:
+class GeodesicExtension(Extension):
     """The reference index, its geodesics and the triangulation: what a worker needs to place rows."""
 
     def __init__(self, index: NeighborIndex, geodesics: np.ndarray, tri: Triangulation, k: int,
                  radius: float | None) -> None:
+        # ~32 MiB of row x landmark geodesics per piece
+        super().__init__(tri.pinv.shape[1], max(256, (32 << 20) // (4 * geodesics.shape[1])))
         self.index = index
         self.geodesics = geodesics
         self.tri = tri
         self.k = k
         self.radius = radius
-        self.key = f"bigdr-isomap-extension-{uuid.uuid4().hex}"
-        # ~32 MiB of row x landmark geodesics per piece
-        self.piece_rows = max(256, (32 << 20) // (4 * geodesics.shape[1]))
 
-    def embed_block(self, block: np.ndarray) -> np.ndarray:
-        out = np.empty((len(block), self.tri.pinv.shape[1]))
-        for s in range(0, len(block), self.piece_rows):
-            ind, dist = self.index.query_block(block[s : s + self.piece_rows], self.k)
-            if self.radius is not None:  # keep the nearest always, the rest within the radius
-                dist = dist.copy()
-                dist[:, 1:][dist[:, 1:] > self.radius] = np.inf
-            g = _attach(ind, dist, self.geodesics)
-            out[s : s + len(g)] = triangulate(g.astype(np.float64) ** 2, self.tri)
-        return out
+    def embed_piece(self, rows: np.ndarray) -> np.ndarray:
+        ind, dist = self.index.query_block(rows, self.k)
+        if self.radius is not None:  # keep the nearest always, the rest within the radius
+            dist = dist.copy()
+            dist[:, 1:][dist[:, 1:] > self.radius] = np.inf
+        g = attach_geodesics(ind, dist, self.geodesics)
+        return triangulate(g.astype(np.float64) ** 2, self.tri)
 
 
 def residual_variance(geodesics: np.ndarray, row_embedding: np.ndarray, landmark_embedding: np.ndarray) -> np.ndarray:
@@ -158,7 +109,7 @@ def residual_variance(geodesics: np.ndarray, row_embedding: np.ndarray, landmark
 
 
 # -- the estimator ----------------------------------------------------------------
-class Isomap(BaseEstimator):
+class Isomap(ExtensionEstimator):
     """Isomap embedding, exact or by landmarks, for data of any size.
 
     Parameters
@@ -197,7 +148,8 @@ class Isomap(BaseEstimator):
         the largest component; rows that cannot reach it get NaN coordinates
         (with a warning). ``join``: link each component to its nearest point
         outside it until the graph is connected.
-    random_state : int
+    random_state : int or None
+        Seed of the sample, the landmark draw and NN-descent (kept in ``seed_``).
 
     Attributes
     ----------
@@ -219,6 +171,26 @@ class Isomap(BaseEstimator):
         Positions of the landmarks among the reference rows.
     n_components_found_ : int
         Number of connected components of the graph (before joining).
+
+    References
+    ----------
+    Tenenbaum, J. B., de Silva, V. & Langford, J. C. (2000). A global geometric
+    framework for nonlinear dimensionality reduction. Science 290(5500),
+    2319-2323. doi:10.1126/science.290.5500.2319
+
+    de Silva, V. & Tenenbaum, J. B. (2003). Global versus local methods in
+    nonlinear dimensionality reduction. Advances in Neural Information
+    Processing Systems 15, 721-728.
+
+    Examples
+    --------
+    >>> import bigdr
+    >>> from bigdr.datasets import make_swiss_roll
+    >>> X, coords = make_swiss_roll(1500, noise=0.05, seed=0)
+    >>> iso = bigdr.Isomap(n_components=2, n_neighbors=10)
+    >>> Y = iso.fit_transform(X.compute())
+    >>> Y.shape, iso.mode_
+    ((1500, 2), 'exact')
     """
 
     def __init__(self, n_components: int = 2, n_neighbors: int | None = 10, radius: float | None = None,
@@ -238,19 +210,18 @@ class Isomap(BaseEstimator):
 
     # -- parameters --------------------------------------------------------------
     def _check_params(self) -> None:
-        check_positive_int(self.n_components, "n_components")
+        check_int(self.n_components, "n_components")
         if (self.n_neighbors is None) == (self.radius is None):
             raise ValueError("Give exactly one of n_neighbors and radius (set the other to None).")
         if self.n_neighbors is not None:
-            check_positive_int(self.n_neighbors, "n_neighbors")
+            check_int(self.n_neighbors, "n_neighbors")
         if self.radius is not None and not (np.isscalar(self.radius) and self.radius > 0):
             raise ValueError(f"radius must be a positive number; got {self.radius!r}.")
-        if self.on_disconnected not in ("raise", "largest", "join"):
-            raise ValueError(f"on_disconnected must be 'raise', 'largest' or 'join'; got {self.on_disconnected!r}.")
-        if self.landmark_method not in ("random", "maxmin"):
-            raise ValueError(f"landmark_method must be 'random' or 'maxmin'; got {self.landmark_method!r}.")
-        _check_metric(self.metric, "auto" if self.radius is None else "kdtree")
-        _seed(self.random_state)
+        check_policy(self.on_disconnected, ON_DISCONNECTED)
+        check_choice(self.landmark_method, "landmark_method", ("random", "maxmin"))
+        check_method(self.neighbor_method)
+        check_metric(self.metric, "auto" if self.radius is None else "kdtree")
+        self.seed_ = resolve_seed(self.random_state)
 
     def _plan(self, n: int) -> tuple[str, int]:
         """The mode and the size of the reference set (before any landmark rows are added)."""
@@ -290,7 +261,7 @@ class Isomap(BaseEstimator):
         return int(lm)
 
     # -- fitting -------------------------------------------------------------------
-    def fit(self, X: Any, y: Any = None) -> "Isomap":
+    def fit(self, X: Any, y: Any = None) -> Isomap:
         """Build the graph, the landmark geodesics and the embedding of ``X``."""
         self._fit(X)
         return self
@@ -307,7 +278,7 @@ class Isomap(BaseEstimator):
         if self.n_components >= n:
             raise ValueError(f"n_components={self.n_components} must be less than the number of rows ({n}).")
         if mode == "sampled":
-            ref, _ = uniform_sample(X, n_ref, _seed(self.random_state))  # reads X in its own chunks
+            ref, _ = uniform_sample(X, n_ref, self.seed_)  # reads X in its own chunks
         else:
             (ref,) = compute(Xd)
         ref = np.ascontiguousarray(ref)
@@ -315,11 +286,13 @@ class Isomap(BaseEstimator):
         if given is not None:
             ref = np.vstack([ref, given.astype(ref.dtype)])
         graph = self._graph(ref)
-        graph, eligible = self._components(graph, ref)
+        graph, eligible, self.n_components_found_ = resolve_components(
+            graph, self.on_disconnected, points=ref, metric=self.metric,
+            hint="n_neighbors" if self.radius is None else "radius", allowed=ON_DISCONNECTED, stacklevel=4)
         landmarks = self._choose_landmarks(ref, eligible, mode, given)
         G = landmark_geodesics(graph, landmarks)
         sq = G[landmarks].astype(np.float64) ** 2
-        tri = landmark_mds((sq + sq.T) / 2, self.n_components, self.random_state)
+        tri = landmark_mds((sq + sq.T) / 2, self.n_components, self.seed_)
 
         k_attach = RADIUS_ATTACH if self.radius is not None else self.n_neighbors
         index = NeighborIndex(self.metric, self.neighbor_method).fit(ref)
@@ -332,12 +305,12 @@ class Isomap(BaseEstimator):
         self.landmark_sq_mean_ = tri.mean_sq
         self.eigenvalues_ = tri.spectrum.values
         self.negative_mass_ = tri.spectrum.negative_mass
-        self._ext = _GeodesicExtension(index, G, tri, min(k_attach, len(ref)), self.radius)
+        self._ext = GeodesicExtension(index, G, tri, min(k_attach, len(ref)), self.radius)
 
-        ref_embedding = triangulate_geodesics(G, tri)
+        ref_embedding = triangulate_distances(G, tri)
         self._set_residual_variance(G, ref_embedding, landmarks, eligible)
         if mode == "sampled":
-            Y = extend_blockwise(X, self._ext, self.n_components, p)
+            Y = self._extend(X)
             if wants_numpy(X):
                 (self.embedding_,) = compute(Y)
             return Y
@@ -348,7 +321,7 @@ class Isomap(BaseEstimator):
                           DisconnectedGraphWarning, stacklevel=3)
         if wants_numpy(X):
             self.embedding_ = embedding
-        return _from_numpy(embedding, Xd.chunks[0])
+        return from_numpy(embedding, Xd.chunks[0])
 
     def _given_landmarks(self, p: int) -> np.ndarray | None:
         lm = self.landmarks
@@ -369,28 +342,8 @@ class Isomap(BaseEstimator):
         if k >= len(ref):
             raise ValueError(f"n_neighbors={k} must be less than the {len(ref)} rows of the graph.")
         graph = knn_graph(ref, k, metric=self.metric, method=self.neighbor_method,
-                          random_state=_seed(self.random_state))
+                          random_state=self.seed_)
         return to_csr(graph, "union", "distance")
-
-    def _components(self, graph: sp.csr_matrix, ref: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
-        n_comp, labels, sizes = connected_components(graph)
-        self.n_components_found_ = n_comp
-        eligible = np.ones(len(ref), dtype=bool)
-        if n_comp == 1:
-            return graph, eligible
-        shown = ", ".join(str(s) for s in sizes[:10]) + (", ..." if n_comp > 10 else "")
-        what = "n_neighbors" if self.radius is None else "radius"
-        if self.on_disconnected == "raise":
-            raise ValueError(
-                f"The neighbourhood graph has {n_comp} connected components (sizes {shown}); geodesic distances "
-                f"between them are infinite. Increase {what}, or pass on_disconnected='largest' (embed the "
-                f"largest component, NaN elsewhere) or on_disconnected='join' (link components by their "
-                f"nearest points).")
-        if self.on_disconnected == "join":
-            return join_components(graph, ref, self.metric), eligible
-        warnings.warn(f"The neighbourhood graph has {n_comp} connected components (sizes {shown}); "
-                      f"embedding the largest ({sizes[0]} rows).", DisconnectedGraphWarning, stacklevel=4)
-        return graph, labels == 0
 
     def _choose_landmarks(self, ref: np.ndarray, eligible: np.ndarray, mode: str,
                           given: np.ndarray | None) -> np.ndarray:
@@ -403,7 +356,7 @@ class Isomap(BaseEstimator):
         if mode == "exact":
             return candidates
         m = min(self._n_landmarks(len(ref)), len(candidates))
-        rng = np.random.default_rng([_seed(self.random_state), KEY_SALT, 2])
+        rng = np.random.default_rng([self.seed_, LANDMARK_STREAM, 2])
         if self.landmark_method == "random":
             return np.sort(rng.choice(candidates, size=m, replace=False))
         first = int(rng.integers(len(candidates)))
@@ -411,21 +364,18 @@ class Isomap(BaseEstimator):
 
     def _set_residual_variance(self, G: np.ndarray, ref_embedding: np.ndarray, landmarks: np.ndarray,
                                eligible: np.ndarray) -> None:
-        rng = np.random.default_rng([_seed(self.random_state), KEY_SALT, 1])
+        rng = np.random.default_rng([self.seed_, LANDMARK_STREAM, 1])
         candidates = np.flatnonzero(eligible)
         rows = np.sort(rng.choice(candidates, size=min(RESIDUAL_SAMPLE, len(candidates)), replace=False))
         self.residual_variance_ = residual_variance(G[rows], ref_embedding[rows], ref_embedding[landmarks])
 
     # -- new rows ----------------------------------------------------------------
-    def _extension(self) -> _GeodesicExtension:
-        ext = getattr(self, "_ext", None)
-        if ext is None:  # a loaded model: rebuild the index from the stored reference rows
-            tri = Triangulation(self.triangulation_, self.landmark_sq_mean_, None)
-            k = RADIUS_ATTACH if self.radius is not None else self.n_neighbors
-            index = NeighborIndex(self.metric, self.neighbor_method).fit(self.reference_rows_)
-            ext = self._ext = _GeodesicExtension(index, self.geodesics_, tri, min(k, len(self.reference_rows_)),
-                                                 self.radius)
-        return ext
+    def _make_extension(self) -> GeodesicExtension:
+        """A loaded model: rebuild the index from the stored reference rows."""
+        tri = Triangulation(self.triangulation_, self.landmark_sq_mean_, None)
+        k = RADIUS_ATTACH if self.radius is not None else self.n_neighbors
+        index = NeighborIndex(self.metric, self.neighbor_method).fit(self.reference_rows_)
+        return GeodesicExtension(index, self.geodesics_, tri, min(k, len(self.reference_rows_)), self.radius)
 
     def transform(self, X: Any) -> np.ndarray | da.Array:
         """Embed new rows without refitting, blockwise.
@@ -435,15 +385,13 @@ class Isomap(BaseEstimator):
         scikit-learn's ``Isomap.transform``), then it is triangulated. Rows of
         the training set come back at their fitted coordinates.
         """
-        self._check_fitted("geodesics_")
-        Y = extend_blockwise(X, self._extension(), self.n_components, self.n_features_in_)
-        return compute(Y)[0] if wants_numpy(X) else Y
+        return super().transform(X)
 
+    def summary(self) -> dict[str, Any]:
+        return {"eigenvalues": self.eigenvalues_.tolist(), "negative_mass": self.negative_mass_, "mode": self.mode_,
+                "residual_variance": self.residual_variance_.tolist(),
+                "n_landmarks": len(self.landmark_indices_), "graph_rows": len(self.reference_rows_)}
 
-def triangulate_geodesics(G: np.ndarray, tri: Triangulation) -> np.ndarray:
-    """Triangulate every row of a (rows x landmarks) geodesic matrix, squaring piece by piece."""
-    out = np.empty((len(G), tri.pinv.shape[1]))
-    step = max(1024, (64 << 20) // (8 * max(G.shape[1], 1)))
-    for s in range(0, len(G), step):
-        out[s : s + step] = triangulate(G[s : s + step].astype(np.float64) ** 2, tri)
-    return out
+    def describe(self) -> str:
+        return (f"Isomap ({self.mode_}, {len(self.landmark_indices_)} landmarks, graph of "
+                f"{len(self.reference_rows_)} rows): residual variance {self.residual_variance_[-1]:.3g}")

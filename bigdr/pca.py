@@ -1,9 +1,10 @@
-"""Principal component analysis for data larger than memory (notes 000, 001, 003, 004).
+"""Principal component analysis for data larger than memory.
 
-PCA finds orthonormal directions ``v_1, ..., v_k`` maximising the variance of
-the projected centred data; they are the top eigenvectors of the sample
-covariance ``C = Xc^T Xc / (n - 1)`` (equivalently the right singular vectors
-of ``Xc``), and the embedding is ``(X - mean) V^T``.
+PCA (Pearson 1901; Hotelling 1933) finds orthonormal directions ``v_1, ...,
+v_k`` maximising the variance of the projected centred data; they are the
+top eigenvectors of the sample covariance ``C = Xc^T Xc / (n - 1)``
+(equivalently the right singular vectors of ``Xc``), and the embedding is
+``(X - mean) V^T``.
 """
 
 from __future__ import annotations
@@ -15,18 +16,15 @@ import dask.array as da
 import numpy as np
 
 from ._compute import compute
-from .base import BaseEstimator, wants_numpy
+from ._random import resolve_seed
+from ._validation import check_choice, check_int, check_n_features
+from .base import BigdrEstimator, wants_numpy
+from .core.eigen import Eigenpairs, qr_eigh, scatter_eigh
+from .core.spectrum import n_components_for_fraction, n_components_mp
+from .core.stats import Moments, QRState, merge_moments, merge_qr, moments_block, qr_block
 from .io import as_array, with_finite_check
-from .linalg import (
-    components_from_samples,
-    flip_signs,
-    randomized_scatter_eig,
-    samples_gram_eig,
-    spectrum_from_moments,
-    spectrum_from_qr,
-)
-from .spectrum import n_components_for_fraction, n_components_mp
-from .stats import Moments, QRState, merge_moments, merge_qr, moments_block, qr_block, tree_reduce
+from .linalg import components_from_samples, randomized_scatter_eig, samples_gram_eig
+from .reduce import tree_reduce
 
 SOLVERS = ("auto", "covariance", "tsqr", "samples", "randomized")
 
@@ -47,12 +45,12 @@ def _column_moments_of(block: np.ndarray) -> Moments:
 
 
 _MERGEABLE = {
-    "covariance": (_moments_of, merge_moments, spectrum_from_moments),
-    "tsqr": (qr_block, merge_qr, spectrum_from_qr),
+    "covariance": (_moments_of, merge_moments, scatter_eigh),
+    "tsqr": (qr_block, merge_qr, qr_eigh),
 }
 
 
-class PCA(BaseEstimator):
+class PCA(BigdrEstimator):
     """Principal component analysis, exact in one pass over data of any length.
 
     Parameters
@@ -60,10 +58,11 @@ class PCA(BaseEstimator):
     n_components : int, float, "mp" or None
         int: keep that many components. float in (0, 1): keep the fewest
         components whose cumulative explained-variance ratio exceeds it (the
-        rule of scikit-learn; notes 003). ``"mp"``: keep the components whose
-        variance lies above the Marchenko–Pastur bulk edge, with the noise
-        level estimated from the median eigenvalue (notes 000, Theorems 4.1
-        and 4.2; assumptions in :func:`bigdr.spectrum.n_components_mp`).
+        rule of scikit-learn). ``"mp"``: keep the components whose variance
+        lies above the Marchenko-Pastur bulk edge, with the noise level
+        estimated from the median eigenvalue (Marchenko & Pastur 1967; Baik,
+        Ben Arous & Peche 2005; assumptions in
+        :func:`bigdr.core.spectrum.n_components_mp`).
         None: ``min(n_samples, n_features)``.
     svd_solver : {"auto", "covariance", "tsqr", "samples", "randomized"}
         ``"covariance"``: one pass; each row block contributes its mean and
@@ -84,7 +83,8 @@ class PCA(BaseEstimator):
     n_oversamples, n_iter : int
         Extra random directions and power iterations of the randomized solver.
     random_state : int, numpy Generator or None
-        Seed of the randomized solver's test matrix.
+        Seed of the randomized solver's test matrix; the seed used is kept in
+        ``seed_``.
 
     Attributes
     ----------
@@ -103,8 +103,46 @@ class PCA(BaseEstimator):
     -----
     numpy input gives numpy output; dask, zarr or path input gives lazy dask
     output. float32 input keeps float32 attributes and output; statistics are
-    accumulated in float64.
+    accumulated in float64 (Chan, Golub & LeVeque 1979 for the merge of
+    block scatters; R-factor stacking for ``tsqr``, Demmel et al. 2012).
+
+    References
+    ----------
+    Pearson, K. (1901). On lines and planes of closest fit to systems of points
+    in space. Philosophical Magazine 2(11), 559-572. doi:10.1080/14786440109462720
+
+    Hotelling, H. (1933). Analysis of a complex of statistical variables into
+    principal components. J. Educational Psychology 24(6), 417-441.
+    doi:10.1037/h0071325
+
+    Chan, T. F., Golub, G. H. & LeVeque, R. J. (1979). Updating formulae and a
+    pairwise algorithm for computing sample variances. Technical report
+    STAN-CS-79-773, Stanford University.
+
+    Demmel, J., Grigori, L., Hoemmen, M. & Langou, J. (2012).
+    Communication-optimal parallel and sequential QR and LU factorizations.
+    SIAM J. Sci. Comput. 34(1), A206-A239. doi:10.1137/080731992
+
+    Marchenko, V. A. & Pastur, L. A. (1967). Distribution of eigenvalues for
+    some sets of random matrices. Math. USSR-Sbornik 1(4), 457-483.
+    doi:10.1070/SM1967v001n04ABEH001994
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import bigdr
+    >>> X = np.random.default_rng(0).standard_normal((1000, 5)) * [5, 3, 1, 1, 1]
+    >>> pca = bigdr.PCA(n_components=2).fit(X)
+    >>> pca.components_.shape, pca.transform(X).shape
+    ((2, 5), (1000, 2))
+    >>> bool(pca.explained_variance_ratio_.sum() > 0.8)
+    True
     """
+
+    _preserves_dtype = ("float64", "float32")
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "components_")  # partial_fit of a single row sets the width only
 
     _persist_private = ("_state_kind", "_state_mean", "_state_matrix")
 
@@ -128,22 +166,18 @@ class PCA(BaseEstimator):
     # -- validation ---------------------------------------------------------
     def _check_params(self) -> None:
         k = self.n_components
-        if self.svd_solver not in SOLVERS:
-            raise ValueError(f"svd_solver must be one of {SOLVERS}; got {self.svd_solver!r}.")
+        check_choice(self.svd_solver, "svd_solver", SOLVERS)
         if isinstance(k, str):
             if k != "mp":
                 raise ValueError(f"n_components as a string must be 'mp'; got {k!r}.")
         elif isinstance(k, bool) or not (k is None or isinstance(k, numbers.Real)):
             raise TypeError(f"n_components must be an int, a float in (0, 1), 'mp' or None; got {type(k).__name__}.")
         elif isinstance(k, numbers.Integral):
-            if k < 1:
-                raise ValueError(f"n_components={k} must be at least 1.")
+            check_int(k, "n_components")
         elif k is not None and not 0 < k < 1:
             raise ValueError(f"n_components={k} as a fraction of explained variance must lie strictly between 0 and 1.")
-        for name in ("n_oversamples", "n_iter"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-                raise ValueError(f"{name} must be a non-negative int; got {v!r}.")
+        check_int(self.n_oversamples, "n_oversamples", low=0)
+        check_int(self.n_iter, "n_iter", low=0)
         if not isinstance(self.whiten, (bool, np.bool_)):
             raise TypeError(f"whiten must be True or False; got {self.whiten!r}.")
 
@@ -168,6 +202,7 @@ class PCA(BaseEstimator):
                 f"for X of shape {Xd.shape}."
             )
         solver = self._choose_solver(n, p)
+        self.seed_ = resolve_seed(self.random_state)
         if solver != "covariance":  # the covariance kernel detects NaN/Inf itself, for free
             Xd = with_finite_check(Xd)
         self.svd_solver_ = solver
@@ -179,11 +214,12 @@ class PCA(BaseEstimator):
             self._store_state(solver, state, Xd.dtype)
         elif solver == "samples":
             (col,) = compute(tree_reduce(Xd, _column_moments_of, merge_moments))
-            evals, U = samples_gram_eig(Xd, col.mean)
+            gram = samples_gram_eig(Xd, col.mean)
             m = min(n, p)
-            k = self._select_k(evals[:m] / (n - 1), col.scatter.sum() / (n - 1), n, p)
-            V = components_from_samples(Xd, col.mean, U[:, :k])
-            self._set_fitted(evals[:m], V, col.n, col.mean, col.scatter.sum(), Xd.dtype, k)
+            evals = gram.values[:m]
+            k = self._select_k(evals / (n - 1), col.scatter.sum() / (n - 1), n, p)
+            V = components_from_samples(Xd, col.mean, gram.vectors[:, :k])
+            self._set_fitted(evals, V, col.n, col.mean, col.scatter.sum(), Xd.dtype, k)
         else:
             self._fit_randomized(Xd)
         return self
@@ -198,8 +234,8 @@ class PCA(BaseEstimator):
                 f"Use svd_solver='covariance' (p <= ~20000) or give an int."
             )
         (col,) = compute(tree_reduce(Xd, _column_moments_of, merge_moments))
-        evals, V = randomized_scatter_eig(Xd, col.mean, k, self.n_oversamples, self.n_iter, self.random_state)
-        self._set_fitted(evals, V, n, col.mean, col.scatter.sum(), Xd.dtype, k)
+        eig = randomized_scatter_eig(Xd, col.mean, k, self.n_oversamples, self.n_iter, self.seed_)
+        self._set_fitted(eig.values, eig.vectors, n, col.mean, col.scatter.sum(), Xd.dtype, k)
 
     def partial_fit(self, X: Any, y: Any = None) -> "PCA":
         """Merge the batch ``X`` into the model (covariance or tsqr state; exact)."""
@@ -218,8 +254,7 @@ class PCA(BaseEstimator):
                     f"This PCA was fitted with svd_solver={getattr(self, 'svd_solver_', None)!r}, whose state "
                     f"cannot be merged; refit with svd_solver='covariance' or 'tsqr' to use partial_fit."
                 )
-            if Xd.shape[1] != self.n_features_in_:
-                raise ValueError(f"X has {Xd.shape[1]} features, but this PCA was fitted with {self.n_features_in_}.")
+            check_n_features(Xd.shape[1], self.n_features_in_, "PCA")
             state = merge(self._current_state(), state)
         self.svd_solver_ = solver
         self._store_state(solver, state, Xd.dtype)
@@ -238,11 +273,11 @@ class PCA(BaseEstimator):
         self.n_features_in_ = int(p)
         if n < 2:
             return  # partial_fit: components exist once two rows have been seen
-        evals, V = _MERGEABLE[kind][2](state)
+        eig: Eigenpairs = _MERGEABLE[kind][2](state)
         m = min(n, p)
-        evals = evals[:m]
+        evals = eig.values[:m]
         k = self._select_k(evals / (n - 1), evals.sum() / (n - 1), n, p)
-        self._set_fitted(evals, V[:k], n, state.mean, evals.sum(), dtype, k)
+        self._set_fitted(evals, eig.vectors[:, :k], n, state.mean, evals.sum(), dtype, k)
 
     def _select_k(self, variances: np.ndarray, total: float, n: int, p: int) -> int:
         k = self.n_components
@@ -262,7 +297,7 @@ class PCA(BaseEstimator):
         return n_components_for_fraction(ratio, float(k))
 
     def _set_fitted(self, evals, V, n, mean, total_scatter, dtype, k) -> None:
-        """Fitted attributes from scatter eigenvalues (descending) and >= k component rows."""
+        """Fitted attributes from scatter eigenvalues (descending) and >= k component columns (signs fixed)."""
         variances = evals / (n - 1)
         total = total_scatter / (n - 1)
         p = mean.shape[0]
@@ -271,7 +306,7 @@ class PCA(BaseEstimator):
         self.n_samples_seen_ = int(n)
         self.n_features_in_ = int(p)
         self.mean_ = mean.astype(dtype)
-        self.components_ = flip_signs(np.asarray(V[:k], dtype=np.float64)).astype(dtype)
+        self.components_ = np.ascontiguousarray(np.asarray(V, dtype=np.float64)[:, :k].T).astype(dtype)
         self.explained_variance_ = variances[:k].astype(dtype)
         self.explained_variance_ratio_ = (variances[:k] / total if total > 0 else np.zeros(k)).astype(dtype)
         self.singular_values_ = np.sqrt(evals[:k]).astype(dtype)
@@ -288,13 +323,12 @@ class PCA(BaseEstimator):
     # -- using the model ------------------------------------------------------
     def _check_input(self, X: Any, name: str, width: int) -> da.Array:
         Xd = as_array(X, name=name, min_rows=1)
-        if Xd.shape[1] != width:
-            raise ValueError(f"{name} has {Xd.shape[1]} columns, but this PCA expects {width}.")
+        check_n_features(Xd.shape[1], width, "PCA", name)
         return Xd
 
     def transform(self, X: Any) -> np.ndarray | da.Array:
         """Project ``X`` on the components: ``(X - mean_) components_^T`` (whitened if asked)."""
-        self._check_fitted("components_")
+        self._check_fitted()
         Xd = self._check_input(X, "X", self.n_features_in_)
         dtype = Xd.dtype
         Y = (Xd - self.mean_.astype(dtype)) @ self.components_.T.astype(dtype)
@@ -308,10 +342,17 @@ class PCA(BaseEstimator):
 
     def inverse_transform(self, Y: Any) -> np.ndarray | da.Array:
         """Map embeddings back to feature space: ``Y components_ + mean_``."""
-        self._check_fitted("components_")
+        self._check_fitted()
         Yd = self._check_input(Y, "Y", self.n_components_)
         dtype = Yd.dtype
         if self.whiten:
             Yd = Yd * np.sqrt(self.explained_variance_).astype(dtype)
         X = Yd @ self.components_.astype(dtype) + self.mean_.astype(dtype)
         return compute(X)[0] if wants_numpy(Y) else X
+
+    def summary(self) -> dict[str, Any]:
+        return {"explained_variance_ratio": self.explained_variance_ratio_.tolist(), "svd_solver": self.svd_solver_}
+
+    def describe(self) -> str:
+        kept = float(self.explained_variance_ratio_.sum())
+        return f"PCA ({self.svd_solver_}): {self.n_components_} components, {100 * kept:.2f}% of variance"

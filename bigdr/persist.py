@@ -1,151 +1,53 @@
-"""Model persistence without pickle.
+"""Saving and loading fitted models without pickle.
 
-A saved model is a zarr (v3) group: every fitted array is a zarr array, and
-the group attributes hold JSON only -- the format version, the class name,
-the parameters, fitted scalars and a SHA-256 of each array. Loading looks the
-class up in a fixed registry (never imports a name from the file), checks
-every array against its digest, and so never executes code from the file and
-notices truncation or tampering.
+A saved model is a zarr (v3) group (:mod:`bigdr.io.model`): every fitted
+array is a zarr array, and the group attributes hold JSON only -- the format
+version, the class name, the parameters, fitted scalars and a SHA-256 of each
+array. Loading looks the class up among bigdr's own estimators (never imports
+a name from the file), checks every array against its digest, and so never
+executes code from the file and notices truncation or accidental damage.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import numbers
-import shutil
+import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ._version import __version__
-from .io import _publish, _temporary_sibling, check_writable
-
-FORMAT = "bigdr-model"
-FORMAT_VERSION = 1
+from .base import BigdrEstimator, registered
+from .io.model import read_model, write_model
+from .methods import import_all
 
 
-def _registry() -> dict[str, type]:
-    from .isomap import Isomap
-    from .mds import ClassicalMDS, LandmarkMDS
-    from .pca import PCA
-    from .projection import GaussianRandomProjection, SparseRandomProjection
-    from .spectral import DiffusionMap, SpectralEmbedding
-
-    return {cls.__name__: cls for cls in (PCA, ClassicalMDS, LandmarkMDS, Isomap, DiffusionMap, SpectralEmbedding,
-                                          GaussianRandomProjection, SparseRandomProjection)}
-
-
-def _digest(a: np.ndarray) -> str:
-    a = np.ascontiguousarray(a)
-    h = hashlib.sha256()
-    h.update(str(a.dtype).encode())
-    h.update(json.dumps(list(a.shape)).encode())
-    h.update(a.tobytes())
-    return h.hexdigest()
-
-
-def _meta_digest(meta: dict) -> str:
-    covered = {k: meta.get(k) for k in ("class", "params", "scalars", "arrays")}
-    return hashlib.sha256(json.dumps(covered, sort_keys=True).encode()).hexdigest()
-
-
-def _fitted_items(model: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    arrays, scalars = {}, {}
-    names = [k for k in vars(model) if k.endswith("_") and not k.startswith("__")]
-    names += [k for k in getattr(model, "_persist_private", ()) if hasattr(model, k)]
-    for name in names:
-        value = getattr(model, name)
-        if isinstance(value, np.ndarray):
-            arrays[name] = value
-        elif isinstance(value, (numbers.Number, str, bool, np.generic)) or value is None:
-            scalars[name] = value.item() if isinstance(value, np.generic) else value
-        else:
-            raise TypeError(f"Cannot persist attribute {name!r} of type {type(value).__name__}.")
-    return arrays, scalars
-
-
-def save(model: Any, path: str, overwrite: bool = False) -> Path:
+def save(model: BigdrEstimator, path: str | os.PathLike, overwrite: bool = False) -> Path:
     """Write a fitted model to ``path`` (a new directory), atomically."""
-    import zarr
-
-    if not any(k.endswith("_") for k in vars(model)):
-        raise ValueError(f"This {type(model).__name__} is not fitted; fit it before saving.")
-    final = check_writable(path, overwrite)
-    arrays, scalars = _fitted_items(model)
-    params = model.get_params()
-    try:
-        json.dumps(params)
-    except TypeError as exc:
-        raise TypeError(f"Parameters of {type(model).__name__} must be JSON-serialisable to save: {exc}") from exc
-    meta = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "bigdr_version": __version__,
-        "class": type(model).__name__,
-        "params": params,
-        "scalars": scalars,
-        "arrays": {k: {"sha256": _digest(v), "shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()},
-    }
-    meta["sha256"] = _meta_digest(meta)
-    tmp = _temporary_sibling(final)
-    try:
-        group = zarr.open_group(str(tmp), mode="w", attributes=meta)
-        for key, value in arrays.items():
-            chunks = value.shape if value.size else tuple(1 for _ in value.shape)
-            group.create_array(key, shape=value.shape, dtype=value.dtype, chunks=chunks)[...] = value
-        _publish(tmp, final, overwrite)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return final
+    return write_model(model, path, overwrite=overwrite)
 
 
-def load(path: str) -> Any:
-    """Load a model written by ``model.save(path)``.
+def load(path: str | os.PathLike) -> Any:
+    """Load a model written by ``model.save(path)`` (see :func:`bigdr.io.model.read_model` for the checks).
 
-    Raises
-    ------
-    FileNotFoundError
-        Nothing at ``path``.
-    ValueError
-        Not a bigdr model, a newer format, a missing or altered array.
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> import bigdr
+    >>> pca = bigdr.PCA(2).fit(np.random.default_rng(0).standard_normal((100, 4)))
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.zarr")
+    >>> pca.save(path)
+    >>> bool(np.allclose(bigdr.load(path).components_, pca.components_))
+    True
     """
-    import zarr
-
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"No saved model at {path!r}.")
-    try:
-        group = zarr.open_group(str(p), mode="r")
-        meta = dict(group.attrs)
-    except Exception as exc:
-        raise ValueError(f"{path!r} is not a saved bigdr model (cannot open it as a zarr group: {exc}).") from exc
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path!r} is not a saved bigdr model (no '{FORMAT}' marker in its attributes).")
-    if meta.get("format_version", 0) > FORMAT_VERSION:
-        raise ValueError(
-            f"{path!r} was saved in model format {meta.get('format_version')} by bigdr {meta.get('bigdr_version')}; "
-            f"this bigdr reads format {FORMAT_VERSION}. Upgrade bigdr."
-        )
-    if meta.get("sha256") != _meta_digest(meta):
-        raise ValueError(f"{path!r} is corrupted or was modified: its parameters do not match their checksum.")
-    cls = _registry().get(meta.get("class"))
+    meta, arrays = read_model(path)
+    import_all()
+    cls = registered().get(meta.get("class", ""))
     if cls is None:
-        raise ValueError(f"{path!r} holds an unknown model class {meta.get('class')!r}.")
+        raise ValueError(f"{str(path)!r} holds an unknown model class {meta.get('class')!r}.")
     model = cls()
     try:
         model.set_params(**meta["params"])
     except (ValueError, TypeError, KeyError) as exc:
-        raise ValueError(f"{path!r} has invalid parameters: {exc}") from exc
-    for name, info in meta.get("arrays", {}).items():
-        try:
-            value = np.asarray(group[name][...])
-        except Exception as exc:
-            raise ValueError(f"{path!r} is truncated: array {name!r} cannot be read ({exc}).") from exc
-        if _digest(value) != info.get("sha256"):
-            raise ValueError(f"{path!r} is corrupted or was modified: array {name!r} does not match its checksum.")
+        raise ValueError(f"{str(path)!r} has invalid parameters: {exc}") from exc
+    for name, value in arrays.items():
         setattr(model, name, value)
     for name, value in meta.get("scalars", {}).items():
         setattr(model, name, value)

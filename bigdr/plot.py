@@ -1,4 +1,4 @@
-"""Figures: the scree plot (notes 004) with the Marchenko–Pastur edge (notes 000)."""
+"""Figures: the scree plot (Cattell 1966) with the Marchenko-Pastur bulk edge."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Random projection with Johnson–Lindenstrauss guarantees, streaming and stateless (notes 003, 1.9-1.10).
+"""Random projection with Johnson-Lindenstrauss guarantees, streaming and stateless.
 
 ``f(x) = R^T x`` with a random ``p x k`` matrix ``R`` whose entries have mean 0
 and variance ``1/k``, so ``E |f(x) - f(y)|^2 = |x - y|^2`` and, by the
@@ -22,6 +22,7 @@ sparse projection.
 from __future__ import annotations
 
 import math
+import os
 import numbers
 import uuid
 import warnings
@@ -32,28 +33,25 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._compute import compute
-from .base import BaseEstimator, wants_numpy
+from ._random import PROJECTION_STREAM, block_rng, resolve_seed
+from ._validation import check_n_features, check_real
+from .base import BigdrEstimator, wants_numpy
+from .exceptions import DataDimensionalityWarning
 from .io import as_array, is_sparse_zarr, open_sparse_zarr
 
 #: Features per independently seeded block of the projection matrix.
 BLOCK_FEATURES = 4096
-#: Mixed into the seed, so the matrix never repeats a data generator's stream.
-PROJECTION_SALT = 0x6269_6764_7270_726A  # "bigdrprj"
 #: Largest projection block (entries) densified for dense input.
 DENSE_R_MAX = 1 << 24
 #: Target nonzeros per row block of sparse input.
 SPARSE_CHUNK_NNZ = 8_000_000
 
 
-class DataDimensionalityWarning(UserWarning):
-    """More components than features: the projection cannot reduce the dimension."""
-
-
 def johnson_lindenstrauss_min_dim(n_samples: Any, eps: Any = 0.1, bound: str = "dasgupta-gupta") -> Any:
     """Smallest ``k`` for which a random projection keeps all pairwise distances within ``1 +- eps``.
 
-    ``bound="notes"``: ``k >= 32 log n / eps^2`` (notes 003, Theorem 7; the
-    elementary Chernoff proof, failure probability at most ``1/n^2``).
+    ``bound="chernoff"``: ``k >= 32 log n / eps^2`` (the elementary Chernoff
+    proof of the lemma, failure probability at most ``1/n^2``).
     ``bound="dasgupta-gupta"``: ``k >= 4 log n / (eps^2/2 - eps^3/3)``
     (Dasgupta & Gupta 2003; scikit-learn's), about 4-5x smaller for the same
     guarantee. Both take arrays and round up (scikit-learn truncates, which
@@ -65,12 +63,12 @@ def johnson_lindenstrauss_min_dim(n_samples: Any, eps: Any = 0.1, bound: str = "
         raise ValueError(f"eps must be in (0, 1); got {eps}.")
     if np.any(n <= 0):
         raise ValueError(f"n_samples must be positive; got {n_samples}.")
-    if bound == "notes":
+    if bound == "chernoff":
         k = 32 * np.log(n) / eps**2
     elif bound == "dasgupta-gupta":
         k = 4 * np.log(n) / (eps**2 / 2 - eps**3 / 3)
     else:
-        raise ValueError(f"bound must be 'dasgupta-gupta' or 'notes'; got {bound!r}.")
+        raise ValueError(f"bound must be 'dasgupta-gupta' or 'chernoff'; got {bound!r}.")
     k = np.ceil(k).astype(np.int64)
     return int(k) if k.ndim == 0 else k
 
@@ -80,7 +78,7 @@ def projection_rows(start: int, stop: int, n_components: int, density: float | N
     """Rows ``start:stop`` of the ``p x k`` projection matrix (dense; CSR when ``density`` is given)."""
     parts = []
     for b in range(start // BLOCK_FEATURES, (stop - 1) // BLOCK_FEATURES + 1):
-        rng = np.random.default_rng([seed, b, PROJECTION_SALT])
+        rng = block_rng(seed, b, PROJECTION_STREAM)
         lo, hi = max(start, b * BLOCK_FEATURES) - b * BLOCK_FEATURES, min(stop, (b + 1) * BLOCK_FEATURES) - b * BLOCK_FEATURES
         if density is None:
             block = rng.standard_normal((BLOCK_FEATURES, n_components))[lo:hi]
@@ -146,19 +144,21 @@ def projection_input(X: Any, name: str = "X", min_rows: int = 2) -> da.Array:
     return Xd.map_blocks(_check_sparse_block, dtype=Xd.dtype, meta=Xd._meta)
 
 
-class _RandomProjection(BaseEstimator):
-    _density_kind: bool = False
+class _RandomProjection(BigdrEstimator):
+    _abstract = True
+    _preserves_dtype = ("float64", "float32")
 
     def _density(self, p: int) -> float | None:
         return None
 
-    def fit(self, X: Any, y: Any = None) -> "_RandomProjection":
-        """Fix ``n_components_`` and the seed; reads no data beyond the shape."""
+    def fit(self, X: Any, y: Any = None) -> _RandomProjection:
+        """Fix ``n_components_`` and the seed; reads no data beyond the shape (in-memory input is
+        checked for NaN and infinity)."""
         Xd = projection_input(X)
+        if wants_numpy(X) or sp.issparse(X):
+            compute(*Xd.to_delayed().ravel())  # runs the lazy NaN/Inf check; in memory, so cheap
         n, p = Xd.shape
-        eps = self.eps
-        if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not 0 < eps < 1:
-            raise ValueError(f"eps must be in (0, 1); got {eps!r}.")
+        eps = check_real(self.eps, "eps", 0, 1, low_open=True, high_open=True)
         k = self.n_components
         if isinstance(k, str) and k == "auto":
             k = johnson_lindenstrauss_min_dim(n, eps)
@@ -171,11 +171,7 @@ class _RandomProjection(BaseEstimator):
         elif k > p:
             warnings.warn(f"n_components={k} is more than the {p} features; the projection adds dimensions.",
                           DataDimensionalityWarning, stacklevel=2)
-        seed = self.random_state
-        if seed is None:
-            seed = int(np.random.SeedSequence().entropy % 2**63)
-        elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"random_state must be a non-negative int or None; got {seed!r}.")
+        seed = resolve_seed(self.random_state)
         self.n_components_ = int(k)
         self.n_features_in_ = int(p)
         self.seed_ = int(seed)
@@ -183,7 +179,7 @@ class _RandomProjection(BaseEstimator):
         self.density_ = -1.0 if density is None else float(density)
         return self
 
-    def partial_fit(self, X: Any, y: Any = None) -> "_RandomProjection":
+    def partial_fit(self, X: Any, y: Any = None) -> _RandomProjection:
         """Stateless: the first call fixes the projection, later calls only check the width."""
         if not hasattr(self, "seed_"):
             return self.fit(X)
@@ -191,12 +187,11 @@ class _RandomProjection(BaseEstimator):
         return self
 
     def _check_width(self, Xd: da.Array) -> None:
-        if Xd.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {Xd.shape[1]} columns; the projection was fitted on {self.n_features_in_}.")
+        check_n_features(Xd.shape[1], self.n_features_in_, type(self).__name__)
 
     def transform(self, X: Any) -> np.ndarray | da.Array:
         """``X R``, blockwise over row and column chunks (lazy for lazy input)."""
-        self._check_fitted("seed_")
+        self._check_fitted()
         Xd = projection_input(X, min_rows=1)
         self._check_width(Xd)
         dtype = np.float32 if Xd.dtype == np.float32 else np.float64
@@ -217,10 +212,21 @@ class _RandomProjection(BaseEstimator):
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | da.Array:
         return self.fit(X).transform(X)
 
+    @classmethod
+    def read_input(cls, path: str | os.PathLike, dataset: str | None = None) -> da.Array:
+        """Wide input keeps its column chunks; a CSR group stays sparse."""
+        return projection_input(str(path) if dataset is None else f"{path}/{dataset}")
+
+    def summary(self) -> dict[str, Any]:
+        return {"n_components": self.n_components_, "seed": self.seed_, "density": self.density_}
+
+    def describe(self) -> str:
+        return f"{type(self).__name__} to {self.n_components_} dimensions (seed {self.seed_})"
+
     @property
     def components_(self) -> np.ndarray | sp.csr_matrix:
         """The ``k x p`` projection matrix (scikit-learn's layout), generated on demand: p x k memory."""
-        self._check_fitted("seed_")
+        self._check_fitted()
         density = None if self.density_ < 0 else self.density_
         R = projection_rows(0, self.n_features_in_, self.n_components_, density, self.seed_)
         return R.T.tocsr() if sp.issparse(R) else np.ascontiguousarray(R.T)
@@ -231,7 +237,7 @@ def _project_block_3d(block: Any, *args: Any, block_info: Any = None) -> np.ndar
 
 
 class GaussianRandomProjection(_RandomProjection):
-    """Gaussian random projection, ``R_ij ~ N(0, 1/k)`` (notes 003, 1.9).
+    """Gaussian random projection, ``R_ij ~ N(0, 1/k)`` (Johnson & Lindenstrauss 1984).
 
     Parameters
     ----------
@@ -247,6 +253,25 @@ class GaussianRandomProjection(_RandomProjection):
     ----------
     n_components_, n_features_in_, seed_ : int
     components_ : (k, p) generated on demand
+
+    References
+    ----------
+    Johnson, W. B. & Lindenstrauss, J. (1984). Extensions of Lipschitz mappings
+    into a Hilbert space. Contemporary Mathematics 26, 189-206.
+    doi:10.1090/conm/026/737400
+
+    Dasgupta, S. & Gupta, A. (2003). An elementary proof of a theorem of
+    Johnson and Lindenstrauss. Random Structures & Algorithms 22(1), 60-65.
+    doi:10.1002/rsa.10073
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import bigdr
+    >>> X = np.random.default_rng(0).standard_normal((100, 500))
+    >>> rp = bigdr.GaussianRandomProjection(n_components=20, random_state=0).fit(X)
+    >>> rp.transform(X).shape
+    (100, 20)
     """
 
     def __init__(self, n_components: Any = "auto", eps: float = 0.1, random_state: int | None = 0) -> None:
@@ -270,6 +295,24 @@ class SparseRandomProjection(_RandomProjection):
     Attributes
     ----------
     density_ : float
+
+    References
+    ----------
+    Achlioptas, D. (2003). Database-friendly random projections:
+    Johnson-Lindenstrauss with binary coins. J. Computer and System Sciences
+    66(4), 671-687. doi:10.1016/S0022-0000(03)00025-4
+
+    Li, P., Hastie, T. J. & Church, K. W. (2006). Very sparse random
+    projections. Proc. KDD 2006, 287-296. doi:10.1145/1150402.1150436
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import bigdr
+    >>> X = np.random.default_rng(0).standard_normal((100, 500))
+    >>> rp = bigdr.SparseRandomProjection(n_components=20, random_state=0).fit(X)
+    >>> rp.transform(X).shape, round(rp.density_, 4)
+    ((100, 20), 0.0447)
     """
 
     def __init__(self, n_components: Any = "auto", density: Any = "auto", eps: float = 0.1,
@@ -296,7 +339,7 @@ def distortion_report(model: _RandomProjection, X: Any, n_pairs: int = 1000, ran
     skipped. ``within_eps`` is the fraction of ratios in ``[1 - eps, 1 + eps]``.
     """
     Xd = projection_input(X)
-    rng = np.random.default_rng([random_state, PROJECTION_SALT, 1])
+    rng = np.random.default_rng([random_state, PROJECTION_STREAM, 1])
     starts = np.cumsum((0,) + Xd.chunks[0])
     chosen = np.sort(rng.choice(len(Xd.chunks[0]), size=min(4, len(Xd.chunks[0])), replace=False))
     pool = np.concatenate([np.arange(starts[c], starts[c + 1]) for c in chosen])

@@ -1,33 +1,32 @@
-"""Diffusion maps and Laplacian eigenmaps on sparse neighbour kernels (notes 000, 002, 003).
+"""Diffusion maps and Laplacian eigenmaps on sparse neighbour kernels.
 
-**Diffusion map** (Coifman & Lafon 2006; notes 000, Definitions 4.5-4.7):
+**Diffusion map** (Coifman & Lafon 2006):
 the eigenpairs ``S v_k = lambda_k v_k`` of the symmetric conjugate ``S =
 D^-1/2 W_alpha D^-1/2`` give the right eigenvectors ``phi_k = D^-1/2 v_k``
 of the Markov matrix ``M = D^-1 W_alpha``; the map at time ``t`` is
 ``(lambda_2^t phi_2(x), ..., lambda_{d+1}^t phi_{d+1}(x))``, the trivial
 ``phi_1 = 1`` dropped. Euclidean distance in the full map is the diffusion
-distance (Theorem 4.8, :func:`diffusion_distance`).
+distance (:func:`diffusion_distance`).
 
-**Laplacian eigenmaps** (Belkin & Niyogi 2003; notes 002): the smallest
+**Laplacian eigenmaps** (Belkin & Niyogi 2003): the smallest
 nontrivial eigenvectors of ``L = D - W`` (``unnormalized``), of ``I -
 D^-1/2 W D^-1/2`` (``symmetric``), or of the generalised problem ``L v =
 lambda D v``, i.e. of ``I - D^-1 W`` (``random_walk``, scikit-learn's
 choice).
 
-Both solve one sparse symmetric eigenproblem (``linalg.smallest_eigh``:
+Both solve one sparse symmetric eigenproblem (:func:`bigdr.core.eigen.smallest_eigh`:
 dense LAPACK for small graphs, LOBPCG with an algebraic-multigrid
 preconditioner above) on a reference set: all rows, or ``m`` landmarks
 drawn in one pass. New rows, and in landmark mode every row, are embedded
 blockwise by the Nyström extension ``phi_k(x) = (1/lambda_k) sum_j M(x, j)
 phi_k(j)`` with ``M(x, .)`` the row of the Markov matrix that ``x`` would
-have had (:func:`bigdr.affinity.new_row_weights`); for the unnormalised
+have had (:func:`bigdr.graph.affinity.new_row_weights`); for the unnormalised
 Laplacian ``v(x) = sum_j w(x, j) v_j / (d(x) - mu)``. A training row gets
 back its own coordinates.
 """
 
 from __future__ import annotations
 
-import uuid
 import warnings
 from typing import Any
 
@@ -36,23 +35,30 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._compute import compute
-from .affinity import KERNELS, affinity, auto_epsilon, check_alpha, new_row_weights, normalise
-from .base import BaseEstimator, check_positive_int, wants_numpy
-from .graphs import DisconnectedGraphWarning, connected_components
-from .io import _from_numpy, as_array
-from .landmarks import _seed, select_landmarks
-from .linalg import flip_signs, smallest_eigh
-from .mds import extend_blockwise
-from .neighbors import NeighborIndex, _check_metric, knn_graph
+from ._random import resolve_seed
+from ._validation import check_int
+from .base import ExtensionEstimator, wants_numpy
+from .core.eigen import flip_signs, smallest_eigh
+from .exceptions import DisconnectedGraphWarning
+from .extension import Extension
+from .graph.affinity import KERNELS, affinity, auto_epsilon, check_alpha, new_row_weights
+from .graph.knn import knn_graph
+from .graph.landmarks import select_landmarks
+from .graph.neighbors import NeighborIndex, check_method, check_metric
+from .graph.operators import normalise, symmetric_operator
+from .graph.sparse import check_policy, resolve_components
+from .io import as_array, from_numpy
 
 #: ``landmarks="auto"``: all rows up to this many, else ``AUTO_LANDMARKS`` landmarks.
 ALL_ROWS_MAX = 1_500_000
 AUTO_LANDMARKS = 100_000
 #: Rows per piece of a Nyström extension.
 EXTEND_ROWS = 8192
+#: What the spectral methods can do with a disconnected graph (:func:`bigdr.graph.sparse.resolve_components`).
+ON_DISCONNECTED = ("warn", "raise")
 
 
-class _NystromExtension:
+class NystromExtension(Extension):
     """What a worker needs to embed rows: the reference index, the kernel rule and the eigenvectors."""
 
     def __init__(self, index: NeighborIndex, W: sp.csr_matrix, k: int, k_query: int, radius: np.ndarray,
@@ -62,41 +68,39 @@ class _NystromExtension:
         self.radius, self.q = radius, q
         self.kernel, self.epsilon, self.self_loops, self.alpha = kernel, epsilon, self_loops, alpha
         self.kind, self.phi, self.mu, self.scale = kind, phi, mu, scale
-        self.key = f"bigdr-nystrom-{uuid.uuid4().hex}"
-        self.piece_rows = EXTEND_ROWS
+        super().__init__(phi.shape[1], EXTEND_ROWS)
 
-    def embed_block(self, block: np.ndarray) -> np.ndarray:
-        out = np.empty((len(block), self.phi.shape[1]))
-        for s in range(0, len(block), self.piece_rows):
-            ind, dist = self.index.query_block(block[s : s + self.piece_rows], self.k_query)
-            w, is_self = new_row_weights(ind, dist.astype(np.float64), self.k, self.radius, self.kernel,
-                                         self.epsilon, self.self_loops)
-            # A reference row's candidates may miss a far reverse neighbour;
-            # its kernel row is known exactly, so use it (Nyström on the
-            # training points themselves, as in the fit).
-            for r in np.flatnonzero(is_self):
-                row = ind[r, 0]
-                lo, hi = self.W.indptr[row], self.W.indptr[row + 1]
-                ind[r, : hi - lo], w[r, : hi - lo] = self.W.indices[lo:hi], self.W.data[lo:hi]
-                ind[r, hi - lo :], w[r, hi - lo :] = 0, 0.0
-            qx = w.sum(axis=1)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                if self.kind == "unnormalized":
-                    y = np.einsum("bj,bjc->bc", w, self.phi[ind]) / (qx[:, None] - self.mu)
-                else:
-                    if self.alpha:
-                        w = w / (qx[:, None] ** self.alpha * self.q[ind] ** self.alpha)
-                    dx = w.sum(axis=1)
-                    y = np.einsum("bj,bjc->bc", w / dx[:, None], self.phi[ind]) / (1.0 - self.mu)
-                    if self.kind == "symmetric":
-                        y *= np.sqrt(dx)[:, None]
-            y[qx == 0] = np.nan  # no reference row near enough: nothing to extend from
-            out[s : s + len(y)] = y * self.scale
-        return out
+    def embed_piece(self, rows: np.ndarray) -> np.ndarray:
+        ind, dist = self.index.query_block(rows, self.k_query)
+        w, is_self = new_row_weights(ind, dist.astype(np.float64), self.k, self.radius, self.kernel,
+                                     self.epsilon, self.self_loops)
+        # A reference row's candidates may miss a far reverse neighbour;
+        # its kernel row is known exactly, so use it (Nyström on the
+        # training points themselves, as in the fit).
+        for r in np.flatnonzero(is_self):
+            row = ind[r, 0]
+            lo, hi = self.W.indptr[row], self.W.indptr[row + 1]
+            ind[r, : hi - lo], w[r, : hi - lo] = self.W.indices[lo:hi], self.W.data[lo:hi]
+            ind[r, hi - lo :], w[r, hi - lo :] = 0, 0.0
+        qx = w.sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.kind == "unnormalized":
+                y = np.einsum("bj,bjc->bc", w, self.phi[ind]) / (qx[:, None] - self.mu)
+            else:
+                if self.alpha:
+                    w = w / (qx[:, None] ** self.alpha * self.q[ind] ** self.alpha)
+                dx = w.sum(axis=1)
+                y = np.einsum("bj,bjc->bc", w / dx[:, None], self.phi[ind]) / (1.0 - self.mu)
+                if self.kind == "symmetric":
+                    y *= np.sqrt(dx)[:, None]
+        y[qx == 0] = np.nan  # no reference row near enough: nothing to extend from
+        return y * self.scale
 
 
-class _SpectralBase(BaseEstimator):
+class _SpectralBase(ExtensionEstimator):
     """Shared fit and transform of the diffusion map and Laplacian eigenmaps."""
+
+    _abstract = True
 
     # Set by the subclasses.
     _kernel: str
@@ -110,15 +114,15 @@ class _SpectralBase(BaseEstimator):
         return np.ones_like(mu)
 
     def _check_common(self) -> None:
-        check_positive_int(self.n_components, "n_components")
-        check_positive_int(self.n_neighbors, "n_neighbors")
+        check_int(self.n_components, "n_components")
+        check_int(self.n_neighbors, "n_neighbors")
         if not (isinstance(self.epsilon, str) and self.epsilon == "auto"):
             if isinstance(self.epsilon, bool) or not np.isscalar(self.epsilon) or not self.epsilon > 0:
                 raise ValueError(f"epsilon must be 'auto' or a positive number; got {self.epsilon!r}.")
-        if self.on_disconnected not in ("warn", "raise"):
-            raise ValueError(f"on_disconnected must be 'warn' or 'raise'; got {self.on_disconnected!r}.")
-        _check_metric(self.metric, self.neighbor_method)
-        _seed(self.random_state)
+        check_policy(self.on_disconnected, ON_DISCONNECTED)
+        check_method(self.neighbor_method)
+        check_metric(self.metric, self.neighbor_method)
+        self.seed_ = resolve_seed(self.random_state)
 
     def _reference(self, X: Any, Xd: da.Array) -> tuple[np.ndarray, str]:
         n = Xd.shape[0]
@@ -136,7 +140,7 @@ class _SpectralBase(BaseEstimator):
             (ref,) = compute(Xd)
             return np.ascontiguousarray(ref), "all-rows"
         # From X itself: for a store, the sampling pass then reads its own (smaller) chunks.
-        rows, _ = select_landmarks(X, int(lm), "random", _seed(self.random_state))
+        rows, _ = select_landmarks(X, int(lm), "random", self.seed_)
         return np.ascontiguousarray(rows), "landmarks"
 
     def _fit(self, X: Any) -> da.Array:
@@ -152,31 +156,27 @@ class _SpectralBase(BaseEstimator):
             raise ValueError(f"n_components={d} must be less than the number of graph rows ({n_ref}): the first "
                              f"eigenvector is the trivial one.")
         ind, dist = knn_graph(ref, k, metric=self.metric, method=self.neighbor_method,
-                              random_state=_seed(self.random_state)).compute()
+                              random_state=self.seed_).compute()
         dist = dist.astype(np.float64)
         eps = auto_epsilon(dist) if isinstance(self.epsilon, str) else float(self.epsilon)
         aff = affinity(ind, dist, self._kernel, eps, self._self_loops)
-        self._check_components(aff.W)
-        if self._kind == "unnormalized":
-            degrees = np.asarray(aff.W.sum(axis=1)).ravel()
-            L = (sp.diags(degrees) - aff.W).tocsr()
-            q, known = degrees, np.full(n_ref, 1 / np.sqrt(n_ref))
-        else:
-            norm = normalise(aff.W, alpha)
-            L = (sp.identity(n_ref, format="csr") - norm.S).tocsr()
-            q, known = norm.q, np.sqrt(norm.d) / np.linalg.norm(np.sqrt(norm.d))
-        mu, U = smallest_eigh(L, d + 1, self.eigen_solver, self.random_state, known)
+        _, _, self.n_graph_components_ = resolve_components(
+            aff.W, self.on_disconnected, hint="n_neighbors (or epsilon)", allowed=ON_DISCONNECTED, stacklevel=4)
+        op = symmetric_operator(aff.W, self._kind, alpha)
+        L, q = op.L, op.q
+        eig = smallest_eigh(L, d + 1, self.eigen_solver, self.seed_, op.null_vector)
+        mu, U = eig.values, eig.vectors
         scale_l = float(abs(L).sum(axis=1).max())
         self.n_unit_eigenvalues_ = int(np.sum(mu < 1e-9 * scale_l))
         if self.n_unit_eigenvalues_ > 1:
             warnings.warn(f"{self.n_unit_eigenvalues_} eigenvalues of the Markov matrix equal 1 (the kernel graph "
                           f"is disconnected); the leading coordinates indicate components, not geometry.",
                           DisconnectedGraphWarning, stacklevel=3)
-        phi = U if self._kind == "unnormalized" else U / np.sqrt(norm.d)[:, None]
-        phi = flip_signs(phi[:, 1:].T).T
+        phi = U if op.d is None else U / np.sqrt(op.d)[:, None]
+        phi = flip_signs(phi[:, 1:])
         mu = mu[1:]
         scale = self._scale(mu)
-        reference_embedding = (phi * np.sqrt(norm.d)[:, None] if self._kind == "symmetric" else phi) * scale
+        reference_embedding = (phi * np.sqrt(op.d)[:, None] if self._kind == "symmetric" else phi) * scale
 
         self.mode_ = mode
         self.epsilon_ = eps
@@ -194,33 +194,20 @@ class _SpectralBase(BaseEstimator):
         if mode == "all-rows":
             if wants_numpy(X):
                 self.embedding_ = reference_embedding
-            return _from_numpy(reference_embedding, Xd.chunks[0])
-        Y = extend_blockwise(X, self._extension(), d, self.n_features_in_)
+            return from_numpy(reference_embedding, Xd.chunks[0])
+        Y = self._extend(X)
         if wants_numpy(X):
             (self.embedding_,) = compute(Y)
         return Y
 
-    def _check_components(self, W: sp.csr_matrix) -> None:
-        n_comp, _, sizes = connected_components(W)
-        self.n_graph_components_ = n_comp
-        if n_comp > 1:
-            shown = ", ".join(str(s) for s in sizes[:10]) + (", ..." if n_comp > 10 else "")
-            msg = (f"The kernel graph has {n_comp} connected components (sizes {shown}); increase n_neighbors "
-                   f"(or epsilon) for one connected embedding.")
-            if self.on_disconnected == "raise":
-                raise ValueError(msg)
-            warnings.warn(msg, DisconnectedGraphWarning, stacklevel=4)
-
-    def _extension(self) -> _NystromExtension:
-        if getattr(self, "_ext", None) is None:
-            index = NeighborIndex(self.metric, self.neighbor_method, random_state=_seed(self.random_state))
-            index.fit(self.reference_rows_)
-            k_query = min(len(self.reference_rows_), int(self.max_degree_) + 2)
-            self._ext = _NystromExtension(
-                index, self._kernel_matrix(), self.n_neighbors, k_query, self.neighbor_radius_, self.degrees_, self._kernel,
-                self.epsilon_, self._self_loops, self._alpha(), self._kind, self.eigenvectors_,
-                self.laplacian_eigenvalues_, self._scale(self.laplacian_eigenvalues_))
-        return self._ext
+    def _make_extension(self) -> NystromExtension:
+        index = NeighborIndex(self.metric, self.neighbor_method, random_state=self.seed_)
+        index.fit(self.reference_rows_)
+        k_query = min(len(self.reference_rows_), int(self.max_degree_) + 2)
+        return NystromExtension(
+            index, self._kernel_matrix(), self.n_neighbors, k_query, self.neighbor_radius_, self.degrees_,
+            self._kernel, self.epsilon_, self._self_loops, self._alpha(), self._kind, self.eigenvectors_,
+            self.laplacian_eigenvalues_, self._scale(self.laplacian_eigenvalues_))
 
     def _kernel_matrix(self) -> sp.csr_matrix:
         """The reference rows' affinity (kept as CSR arrays so that models persist without pickle)."""
@@ -235,11 +222,13 @@ class _SpectralBase(BaseEstimator):
         Y = self._fit(X)
         return self.embedding_ if wants_numpy(X) else Y
 
-    def transform(self, X: Any) -> np.ndarray | da.Array:
-        """Embed rows by the Nyström extension, blockwise (no refit)."""
-        self._check_fitted("eigenvectors_")
-        Y = extend_blockwise(X, self._extension(), self.n_components, self.n_features_in_)
-        return compute(Y)[0] if wants_numpy(X) else Y
+    def summary(self) -> dict[str, Any]:
+        return {"eigenvalues": self.eigenvalues_.tolist(), "epsilon": self.epsilon_, "mode": self.mode_,
+                "graph_rows": len(self.reference_rows_)}
+
+    def describe(self) -> str:
+        return (f"{type(self).__name__} ({self.mode_}, graph of {len(self.reference_rows_)} rows): "
+                f"eigenvalues {[round(float(v), 6) for v in self.eigenvalues_]}")
 
 
 class DiffusionMap(_SpectralBase):
@@ -252,7 +241,7 @@ class DiffusionMap(_SpectralBase):
     n_neighbors : int
         Other rows per row in the kernel graph (union-symmetrised).
     epsilon : "auto" or float
-        Kernel scale in ``exp(-|x - y|^2 / (2 epsilon^2))`` (notes 000).
+        Kernel scale in ``exp(-|x - y|^2 / (2 epsilon^2))``.
         ``"auto"``: half the median distance to the ``n_neighbors``-th
         neighbour (the kernel is ``e^-2`` there).
     alpha : float in [0, 1]
@@ -315,7 +304,7 @@ class DiffusionMap(_SpectralBase):
 
     @property
     def eigenvalues_(self) -> np.ndarray:
-        self._check_fitted("laplacian_eigenvalues_")
+        self._check_fitted()
         return 1.0 - self.laplacian_eigenvalues_
 
 
@@ -381,13 +370,13 @@ class SpectralEmbedding(_SpectralBase):
 
     @property
     def eigenvalues_(self) -> np.ndarray:
-        self._check_fitted("laplacian_eigenvalues_")
+        self._check_fitted()
         return self.laplacian_eigenvalues_
 
 
 def diffusion_distance(X: Any, t: float = 1, n_neighbors: int = 15, epsilon: Any = "auto", alpha: float = 1.0,
                        metric: str = "euclidean", max_samples: int = 5000) -> np.ndarray:
-    """Diffusion distances of a small set by their definition (notes 000, Theorem 4.8).
+    """Diffusion distances of a small set by their definition (Coifman & Lafon 2006).
 
     ``D_t(i, j)^2 = sum_l (M^t[i, l] - M^t[j, l])^2 / deg(l)`` with ``M`` and
     ``deg`` from the same kernel graph as :class:`DiffusionMap` (integer

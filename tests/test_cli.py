@@ -62,7 +62,7 @@ def test_info_on_store_and_model(spiked_store, tmp_path, capsys):
         (["info", "/nonexistent"], "No such"),
         (["fit-transform", "SPIKED", "OUT", "--method", "isomap", "-k", "0.5"], "must be an int"),
         (["fit-transform", "SPIKED", "OUT", "--method", "isomap", "--scree", "OUT"], "pca only"),
-        (["fit-transform", "SPIKED", "OUT", "--method", "landmark-mds", "--landmarks", "none"], "number of landmarks"),
+        (["fit-transform", "SPIKED", "OUT", "--method", "landmark-mds", "--landmarks", "none"], "n_landmarks must be an int"),
     ],
 )
 def test_bad_input_one_line_error_and_nothing_written(spiked_store, tmp_path, capsys, argv, message):

@@ -8,7 +8,7 @@ from sklearn.manifold import Isomap as SkIsomap
 
 from bigdr import Isomap, load
 from bigdr.datasets import make_swiss_roll
-from bigdr.graphs import DisconnectedGraphWarning
+from bigdr.exceptions import DisconnectedGraphWarning
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,7 @@ def test_disconnected_graph_raise_largest_join():
         (dict(on_disconnected="drop"), None, "on_disconnected"),
         (dict(n_components=0), None, "n_components"),
         (dict(), "nan", "NaN"),
-        (dict(), "ragged", "columns"),
+        (dict(), "ragged", "features"),
     ],
 )
 def test_bad_input(swiss_roll_small, kwargs, X, match):

@@ -1,5 +1,8 @@
 import dask.array as da
 import numpy as np
+
+import bigdr
+import bigdr.mds
 import pytest
 import zarr
 from hypothesis import given, settings
@@ -8,9 +11,10 @@ from scipy.spatial import procrustes
 from scipy.spatial.distance import cdist
 from sklearn.manifold import ClassicalMDS as SkClassicalMDS
 
-import bigdr.mds as mds
+from bigdr.extension import extend_blockwise
 from bigdr import ClassicalMDS, LandmarkMDS, load
-from bigdr.mds import NonEuclideanWarning, double_centre, landmark_mds, triangulate
+from bigdr.core.triangulation import double_centre, landmark_mds, triangulate
+from bigdr.exceptions import NonEuclideanWarning
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +50,7 @@ def test_large_precomputed_store_uses_the_randomized_solver(tmp_path, points, mo
     store = tmp_path / "d.zarr"
     zarr.create_array(str(store), shape=D.shape, chunks=(128, 128), dtype="f8")[:] = D
     dense = ClassicalMDS(3, metric="precomputed").fit(D)
-    monkeypatch.setattr(mds, "DENSE_EIGH_MAX", 100)
+    monkeypatch.setattr(bigdr.mds, "DENSE_EIGH_MAX", 100)
     est = ClassicalMDS(3, metric="precomputed", n_iter=6, random_state=1)
     Y = est.fit_transform(str(store))
     assert isinstance(Y, da.Array) and not est.spectrum_complete_
@@ -89,8 +93,46 @@ def test_bad_parameters(points):
         ClassicalMDS(2, metric="nope").fit(points)
     with pytest.raises(ValueError, match="n_landmarks"):
         LandmarkMDS(3, n_landmarks=3).fit(points)
-    with pytest.raises(ValueError, match="n_landmarks"):
-        LandmarkMDS(3, n_landmarks=1000).fit(points)
+    with pytest.raises(TypeError, match="n_landmarks"):
+        LandmarkMDS(3, n_landmarks=2.5).fit(points)
+
+
+def test_landmark_count_is_clamped_to_the_rows(points):
+    # Regression: LandmarkMDS() (500 landmarks) failed on data of fewer rows.
+    est = LandmarkMDS(3, n_landmarks=1000, random_state=0).fit(points[:300])
+    assert est.n_landmarks_ == 300 and len(est.landmarks_) == 300
+    assert LandmarkMDS().fit_transform(points[:300]).shape == (300, 2)
+
+
+def test_seed_used_is_stored_when_random_state_is_none(points):
+    # Regression: with random_state=None the seed actually drawn was lost.
+    est = LandmarkMDS(2, n_landmarks=40, random_state=None).fit(points)
+    again = LandmarkMDS(2, n_landmarks=40, random_state=est.seed_).fit(points)
+    np.testing.assert_array_equal(est.landmark_indices_, again.landmark_indices_)
+    np.testing.assert_allclose(est.embedding_, again.embedding_)
+
+
+def test_fit_on_a_store_computes_no_embedding(tmp_path, points, monkeypatch):
+    # Regression: ClassicalMDS.fit on a store computed the n x k embedding into the driver and dropped it.
+    import bigdr._compute
+
+    store = tmp_path / "x.zarr"
+    bigdr.write_zarr(points, store)
+    shapes = []
+    real = bigdr._compute.compute
+
+    def spy(*collections, **kwargs):
+        out = real(*collections, **kwargs)
+        shapes.extend(getattr(o, "shape", ()) for o in out)
+        return out
+
+    for module in ("bigdr.pca", "bigdr.mds"):
+        monkeypatch.setattr(f"{module}.compute", spy)
+    est = ClassicalMDS(2).fit(str(store))
+    assert est.eigenvalues_.shape == (2,) and not hasattr(est, "embedding_")
+    assert all(len(s) < 1 or s[0] != len(points) for s in shapes), shapes
+    Y = est.fit_transform(str(store))
+    np.testing.assert_allclose(Y.compute(), ClassicalMDS(2).fit_transform(points), atol=1e-8)
 
 
 def test_triangulation_gives_landmarks_back():
@@ -147,6 +189,6 @@ def test_extension_tasks_hold_one_piece_each(points):
     ext = est._extension()
     ext.piece_rows = 64
     X = da.from_array(np.tile(points, (3, 1)), chunks=(1200, 6))
-    Y = mds.extend_blockwise(X, ext, 2, 6)
+    Y = extend_blockwise(X, ext, 6)
     assert max(Y.chunks[0]) == 64 and Y.numblocks[0] == -(-1200 // 64)
     np.testing.assert_allclose(Y.compute()[:400], est.transform(points), atol=1e-10)

@@ -10,7 +10,7 @@ from sklearn.decomposition import PCA as SkPCA
 
 import bigdr
 from bigdr import PCA
-from bigdr.base import NotFittedError
+from bigdr.exceptions import NotFittedError
 from conftest import correlated
 
 EXACT = ["covariance", "tsqr", "samples"]
@@ -223,7 +223,7 @@ def test_bad_use(rng):
     X = correlated(rng, 30, 6)
     with pytest.raises(NotFittedError, match="not fitted"):
         PCA(2).transform(X)
-    with pytest.raises(ValueError, match="columns"):
+    with pytest.raises(ValueError, match="features"):
         PCA(2).fit(X).transform(X[:, :5])
     X[3, 3] = np.nan
     with pytest.raises(ValueError, match="NaN"):

@@ -70,7 +70,7 @@ def test_truncated_store_is_detected(tmp_path, rng):
 
 def _edit_attributes(path, edit, resign=False):
     """Change the saved model's JSON attributes in place (as an attacker or a bad disk would)."""
-    from bigdr.persist import _meta_digest
+    from bigdr.io.model import _meta_digest
 
     meta_file = path / "zarr.json"
     meta = json.loads(meta_file.read_text())

@@ -10,7 +10,7 @@ from sklearn.random_projection import johnson_lindenstrauss_min_dim as sk_jl
 
 from bigdr import GaussianRandomProjection, SparseRandomProjection, distortion_report, johnson_lindenstrauss_min_dim, load
 from bigdr.io import write_sparse_zarr
-from bigdr.projection import DataDimensionalityWarning
+from bigdr.exceptions import DataDimensionalityWarning
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def test_jl_bounds():
             # scikit-learn truncates the bound; k >= bound needs rounding up.
             assert johnson_lindenstrauss_min_dim(n, eps) == int(np.ceil(4 * np.log(n) / (eps**2 / 2 - eps**3 / 3)))
             assert 0 <= johnson_lindenstrauss_min_dim(n, eps) - sk_jl(n, eps=eps) <= 1
-            assert johnson_lindenstrauss_min_dim(n, eps, bound="notes") == int(np.ceil(32 * np.log(n) / eps**2))
+            assert johnson_lindenstrauss_min_dim(n, eps, bound="chernoff") == int(np.ceil(32 * np.log(n) / eps**2))
     assert (johnson_lindenstrauss_min_dim([100, 1000], 0.2) - sk_jl([100, 1000], eps=0.2) <= 1).all()
     for bad in (0, 1, 1.5, -0.1):
         with pytest.raises(ValueError, match="eps"):
@@ -116,7 +116,7 @@ def test_stateless_partial_fit_and_persistence(tmp_path, wide):
     back = load(str(tmp_path / "rp"))
     np.testing.assert_array_equal(back.transform(wide), ref)
     assert zarr.open_group(str(tmp_path / "rp"), mode="r").attrs["arrays"] == {}  # seed and shape only
-    with pytest.raises(ValueError, match="columns"):
+    with pytest.raises(ValueError, match="features"):
         model.partial_fit(wide[:, :10])
 
 

@@ -9,9 +9,10 @@ from scipy.stats import spearmanr
 from sklearn.manifold import SpectralEmbedding as SkSpectralEmbedding
 
 from bigdr import DiffusionMap, SpectralEmbedding, diffusion_distance, load
-from bigdr.affinity import affinity, auto_epsilon, laplacian
-from bigdr.graphs import DisconnectedGraphWarning
-from bigdr.neighbors import knn_graph
+from bigdr.graph.affinity import affinity, auto_epsilon
+from bigdr.graph.operators import laplacian
+from bigdr.exceptions import DisconnectedGraphWarning
+from bigdr.graph.knn import knn_graph
 
 
 @pytest.fixture(scope="module")

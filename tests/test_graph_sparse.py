@@ -1,16 +1,16 @@
 import numpy as np
 import pytest
 
-from bigdr.graphs import (
-    DisconnectedGraphWarning,
-    check_connected,
+from bigdr.exceptions import DisconnectedGraphWarning
+from bigdr.graph.sparse import (
+    resolve_components,
     connected_components,
     dense_distance_graph,
     largest_component,
     radius_graph,
     to_csr,
 )
-from bigdr.neighbors import knn_graph
+from bigdr.graph.knn import knn_graph
 
 
 def test_union_and_mutual_are_symmetric_and_nested(swiss_roll_small):
@@ -39,10 +39,17 @@ def test_components_of_a_deliberately_disconnected_set():
     n, labels, sizes = connected_components(g)
     assert n == 3 and list(sizes) == [300, 100, 50]
     assert (labels[:300] == 0).all() and (labels[300:400] == 1).all()
+    A = to_csr(g)
     with pytest.raises(ValueError, match=r"3 connected components \(sizes 300, 100, 50\).*n_neighbors"):
-        check_connected(g)
+        resolve_components(A, "raise")
     with pytest.warns(DisconnectedGraphWarning):
-        check_connected(g, on_disconnected="warn")
+        _, eligible, found = resolve_components(A, "warn")
+    assert found == 3 and eligible.all()
+    with pytest.warns(DisconnectedGraphWarning):
+        _, eligible, _ = resolve_components(A, "largest")
+    np.testing.assert_array_equal(np.flatnonzero(eligible), np.arange(300))
+    joined, _, _ = resolve_components(A, "join", points=X)
+    assert connected_components(joined)[0] == 1
     np.testing.assert_array_equal(largest_component(g), np.arange(300))
 
 
@@ -68,4 +75,4 @@ def test_bad_options(swiss_roll_small):
     with pytest.raises(ValueError, match="symmetrize"):
         to_csr(g, "both")
     with pytest.raises(ValueError, match="on_disconnected"):
-        check_connected(g, "explode")
+        resolve_components(to_csr(g), "explode")

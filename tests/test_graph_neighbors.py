@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from sklearn.neighbors import NearestNeighbors
 
-from bigdr.neighbors import KNNGraph, NeighborIndex, choose_method, knn_graph
+from bigdr.graph.knn import KNNGraph, knn_graph
+from bigdr.graph.neighbors import NeighborIndex, choose_method
 from conftest import exact_neighbors, recall
 
 
@@ -115,7 +116,7 @@ def test_nan_and_width_mismatch(swiss_roll_small):
     bad[5, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         knn_graph(bad, 5)
-    with pytest.raises(ValueError, match="columns"):
+    with pytest.raises(ValueError, match="features"):
         NeighborIndex().fit(X).query(X[:, :2], 3)
 
 

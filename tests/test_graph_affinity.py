@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from bigdr.affinity import affinity, auto_epsilon, check_alpha, laplacian, markov_matrix, new_row_weights, normalise
-from bigdr.neighbors import knn_graph
+from bigdr.graph.affinity import affinity, auto_epsilon, check_alpha, new_row_weights
+from bigdr.graph.operators import laplacian, markov_matrix, normalise
+from bigdr.graph.knn import knn_graph
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,7 @@ def test_new_row_weights_reproduce_a_reference_row(graph, kernel, loops):
     X, ind, dist = graph
     eps = auto_epsilon(dist)
     aff = affinity(ind, dist, kernel, eps, loops)
-    from bigdr.neighbors import NeighborIndex
+    from bigdr.graph.neighbors import NeighborIndex
 
     qi, qd = NeighborIndex(method="kdtree").fit(X).query_block(X[:200], 40)
     w, is_self = new_row_weights(qi, qd.astype(np.float64), 8, aff.radius, kernel, eps, loops)

@@ -1,16 +1,17 @@
-"""Kernels on neighbour graphs: adjacency -> affinity -> normalisation -> Laplacian (notes 000, 002, 003).
+"""Kernels on neighbour graphs: adjacency -> affinity (the first half of the geometry layer).
 
 The geometry layer of the spectral methods (diffusion maps, Laplacian
 eigenmaps). Everything here works on the in-memory graph of a reference set
 (all rows, or landmarks) and on numpy blocks of new rows; the estimators in
-:mod:`bigdr.spectral` choose which.
+:mod:`bigdr.spectral` choose which; :mod:`bigdr.graph.operators` turns an
+affinity into Markov matrices and Laplacians.
 
 Affinity (sparse, symmetric). Each row is joined to its ``k`` nearest other
 rows; the pair ``(i, j)`` is an edge when ``j`` is among the ``k`` nearest of
 ``i`` *or* ``i`` among those of ``j``. Its weight is
 
-* ``gaussian``: ``exp(-|x_i - x_j|^2 / (2 epsilon^2))`` (notes 000), the
-  kNN-truncated heat kernel; ``self_loops`` adds ``K(x, x) = 1``;
+* ``gaussian``: ``exp(-|x_i - x_j|^2 / (2 epsilon^2))`` (Coifman &
+  Lafon 2006), the kNN-truncated heat kernel; ``self_loops`` adds ``K(x, x) = 1``;
 * ``connectivity``: ``(a_ij + a_ji) / 2`` with ``a_ij = 1`` when ``j`` is a
   neighbour of ``i`` (scikit-learn's ``SpectralEmbedding`` affinity).
 
@@ -19,11 +20,10 @@ neighbour, so the kernel falls to ``e^-2`` at a typical neighbourhood edge:
 wide enough that the truncation keeps the bulk of the kernel's mass, narrow
 enough to stay local.
 
-Normalisation (Coifman & Lafon 2006): ``q = W 1``, ``W_alpha = Q^-alpha W
-Q^-alpha``; ``alpha`` 0 is the graph Laplacian, 0.5 Fokker–Planck, 1
-Laplace–Beltrami (density removed). Then ``D = diag(W_alpha 1)``, the Markov
-matrix ``M = D^-1 W_alpha`` and its symmetric conjugate ``S = D^-1/2
-W_alpha D^-1/2``; the symmetric Laplacian is ``I - S``.
+References
+----------
+Coifman, R. R. & Lafon, S. (2006). Diffusion maps. Applied and Computational
+Harmonic Analysis 21(1), 5-30. doi:10.1016/j.acha.2006.04.006
 """
 
 from __future__ import annotations
@@ -73,50 +73,6 @@ def affinity(indices: np.ndarray, distances: np.ndarray, kernel: str, epsilon: f
     if self_loops:
         W = (W + sp.identity(n, format="csr")).tocsr()
     return Affinity(W, np.asarray(distances[:, -1], dtype=np.float64), max_degree)
-
-
-class Normalised(NamedTuple):
-    q: np.ndarray  #: degrees of W (the density estimate used by alpha)
-    d: np.ndarray  #: degrees of W_alpha
-    S: sp.csr_matrix  #: D^-1/2 W_alpha D^-1/2
-
-
-def _alpha_weighted(W: sp.csr_matrix, alpha: float) -> tuple[np.ndarray, sp.csr_matrix]:
-    q = np.asarray(W.sum(axis=1)).ravel()
-    if not alpha:
-        return q, W
-    qa = sp.diags(q**-alpha)
-    return q, (qa @ W @ qa).tocsr()
-
-
-def normalise(W: sp.csr_matrix, alpha: float) -> Normalised:
-    q, Wa = _alpha_weighted(W, alpha)
-    d = np.asarray(Wa.sum(axis=1)).ravel()
-    di = sp.diags(1.0 / np.sqrt(d))
-    return Normalised(q, d, (di @ Wa @ di).tocsr())
-
-
-def markov_matrix(W: sp.csr_matrix, alpha: float = 0.0) -> sp.csr_matrix:
-    """``M = D^-1 W_alpha``: rows sum to 1 (notes 000, Theorem 4.6)."""
-    _, Wa = _alpha_weighted(W, alpha)
-    return (sp.diags(1.0 / np.asarray(Wa.sum(axis=1)).ravel()) @ Wa).tocsr()
-
-
-def laplacian(W: sp.csr_matrix, kind: str, alpha: float = 0.0) -> sp.csr_matrix:
-    """``unnormalized``: ``D - W``; ``symmetric``: ``I - D^-1/2 W D^-1/2``; ``random_walk``: ``I - D^-1 W``.
-
-    Self-loops cancel in all three (they add to ``D`` and ``W`` alike only in
-    the unnormalised case; the estimators build Laplacian-eigenmap graphs
-    without them, as scikit-learn does).
-    """
-    n = W.shape[0]
-    if kind == "unnormalized":
-        return (sp.diags(np.asarray(W.sum(axis=1)).ravel()) - W).tocsr()
-    if kind == "symmetric":
-        return (sp.identity(n, format="csr") - normalise(W, alpha).S).tocsr()
-    if kind == "random_walk":
-        return (sp.identity(n, format="csr") - markov_matrix(W, alpha)).tocsr()
-    raise ValueError(f"laplacian must be 'unnormalized', 'symmetric' or 'random_walk'; got {kind!r}.")
 
 
 # -- new rows (Nyström) -----------------------------------------------------------

@@ -1,13 +1,27 @@
 """Spectrum helpers: choosing the number of components.
 
-Marchenko–Pastur law (lecture notes 000, Theorem 4.1): for n samples of p
+Marchenko-Pastur law (Marchenko & Pastur 1967): for n samples of p
 i.i.d. coordinates with variance sigma^2 and p/n -> gamma, the eigenvalues of
 the sample covariance spread over
 ``[sigma^2 (1 - sqrt(gamma))^2, sigma^2 (1 + sqrt(gamma))^2]`` even though the
-true covariance is sigma^2 I. In the spiked model (Theorem 4.2, Baik–Ben
-Arous–Péché) a direction with variance sigma^2 (1 + beta) produces an
+true covariance is sigma^2 I. In the spiked model (Baik, Ben Arous &
+Peche 2005) a direction with variance sigma^2 (1 + beta) produces an
 eigenvalue outside this bulk only when ``beta > sqrt(gamma)``; below that
 threshold it is not detectable from the spectrum at all.
+
+References
+----------
+Marchenko, V. A. & Pastur, L. A. (1967). Distribution of eigenvalues for some
+sets of random matrices. Math. USSR-Sbornik 1(4), 457-483.
+doi:10.1070/SM1967v001n04ABEH001994
+
+Baik, J., Ben Arous, G. & Peche, S. (2005). Phase transition of the largest
+eigenvalue for nonnull complex sample covariance matrices. Annals of
+Probability 33(5), 1643-1697. doi:10.1214/009117905000000233
+
+Gavish, M. & Donoho, D. L. (2014). The optimal hard threshold for singular
+values is 4/sqrt(3). IEEE Trans. Information Theory 60(8), 5040-5053.
+doi:10.1109/TIT.2014.2323359
 """
 
 from __future__ import annotations
@@ -25,7 +39,7 @@ def marchenko_pastur_edges(gamma: float, sigma2: float = 1.0) -> tuple[float, fl
 
 
 def marchenko_pastur_pdf(u: np.ndarray, gamma: float, sigma2: float = 1.0) -> np.ndarray:
-    """Density of the Marchenko–Pastur law for ``gamma <= 1`` (notes 000, Theorem 4.1)."""
+    """Density of the Marchenko–Pastur law for ``gamma <= 1`` (Marchenko & Pastur 1967)."""
     a, b = marchenko_pastur_edges(gamma, sigma2)
     u = np.asarray(u, dtype=float)
     inside = (u > a) & (u < b)
@@ -83,7 +97,7 @@ def n_components_mp(eigenvalues: np.ndarray, n_samples: int, n_features: int) ->
 
 
 def n_components_for_fraction(explained_variance_ratio: np.ndarray, fraction: float) -> int:
-    """Smallest k whose cumulative explained-variance ratio reaches ``fraction`` (notes 003)."""
+    """Smallest k whose cumulative explained-variance ratio reaches ``fraction``."""
     cumulative = np.cumsum(explained_variance_ratio)
     # The same rule as scikit-learn, so both select the same k.
     k = int(np.searchsorted(cumulative, fraction, side="right") + 1)

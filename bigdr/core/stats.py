@@ -1,7 +1,7 @@
 """Mergeable one-pass statistics: ``block -> state``, ``merge(state, state)``.
 
-One set of functions serves the out-of-core fit (a dask tree reduction over
-row blocks), the distributed fit (the same graph on a cluster), ``partial_fit``
+One set of functions serves the out-of-core fit (:func:`bigdr.reduce.tree_reduce`
+over row blocks), the distributed fit (the same graph on a cluster), ``partial_fit``
 (merge a new batch into the model's state) and the property tests (any split,
 any merge order, same answer).
 
@@ -30,13 +30,12 @@ Two states carry the second moment of the centred data:
 
 from __future__ import annotations
 
-import functools
 from typing import Callable, NamedTuple, Sequence
 
-import dask
-import dask.array as da
 import numpy as np
 import scipy.linalg
+
+from .._validation import check_block_finite
 
 
 class Moments(NamedTuple):
@@ -69,8 +68,6 @@ def moments_block(block: np.ndarray, diagonal: bool = False) -> Moments:
     anywhere makes the result non-finite, which is how non-finite input is
     detected at no extra cost.
     """
-    from .io import _check_block_finite
-
     n, p = block.shape
     shift = block[: min(n, 1024)].mean(axis=0, dtype=np.float64)
     shift_t = shift.astype(block.dtype, copy=False)
@@ -89,7 +86,7 @@ def moments_block(block: np.ndarray, diagonal: bool = False) -> Moments:
             gram += part.T @ part
         sums, about_shift = gram[:p, p], gram[:p, :p]
     if not np.isfinite(sums).all():
-        _check_block_finite(block)  # raises the error that names the problem
+        check_block_finite(block)  # raises the error that names the problem
     d = sums / n
     correction = n * d * d if diagonal else n * np.outer(d, d)
     return Moments(n, shift + d, about_shift - correction)
@@ -144,63 +141,9 @@ def merge_qr(a: QRState, b: QRState) -> QRState:
     return QRState(n, mean, _r_factor(stacked))
 
 
-def merge_all(states: Sequence, merge: Callable):
+def merge_all(states: Sequence, merge: Callable) -> object:
     """Merge a list of states pairwise (a balanced tree, for accuracy)."""
     states = list(states)
     while len(states) > 1:
         states = [merge(*states[i : i + 2]) if i + 1 < len(states) else states[i] for i in range(0, len(states), 2)]
     return states[0]
-
-
-def _unwrap(item):
-    # States travel out of map_blocks inside a 1 x 1 object array.
-    return item[0, 0] if isinstance(item, np.ndarray) and item.dtype == object else item
-
-
-def _merge_args(merge: Callable, *items):
-    return merge_all([_unwrap(i) for i in items], merge)
-
-
-def _state_of_block(block: np.ndarray, block_fn: Callable, with_offset: bool = False, block_info=None) -> np.ndarray:
-    out = np.empty((1, 1), dtype=object)
-    if with_offset:
-        out[0, 0] = block_fn(block, block_info[0]["array-location"][0][0])
-    else:
-        out[0, 0] = block_fn(block)
-    return out
-
-
-def tree_reduce(
-    X: da.Array,
-    block_fn: Callable[[np.ndarray], object],
-    merge: Callable,
-    split_every: int = 8,
-    with_offset: bool = False,
-):
-    """A dask ``Delayed`` that maps ``block_fn`` over row blocks and merges.
-
-    With ``with_offset=True`` the kernel is called as ``block_fn(block,
-    first_row)``, for states that depend on global row numbers.
-
-    ``block_fn`` runs through ``map_blocks``, so dask fuses it with the read
-    of the block into one task: a block is reduced to its small state as soon
-    as it is loaded. (As separate tasks, reads ran ahead of a slow kernel and
-    held 3 GB of chunks for a 4M-row TSQR fit; fused, memory is a few chunks
-    whatever n is.) The merge tree has fan-in ``split_every``.
-    """
-    if len(X.chunks[1]) != 1:
-        X = X.rechunk({1: -1})
-    states = X.map_blocks(
-        _state_of_block,
-        block_fn=block_fn,
-        with_offset=with_offset,
-        dtype=object,
-        chunks=((1,) * X.numblocks[0], (1,)),
-        meta=np.empty((0, 0), dtype=object),
-    )
-    level = list(states.to_delayed().ravel())
-    combine = dask.delayed(functools.partial(_merge_args, merge), pure=True)
-    while True:
-        level = [combine(*level[i : i + split_every]) for i in range(0, len(level), split_every)]
-        if len(level) == 1:
-            return level[0]

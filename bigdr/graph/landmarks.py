@@ -6,6 +6,11 @@ each block keeps its m smallest keys, and a tree merge keeps the m smallest
 overall: a uniform sample without replacement, the same whatever the chunking
 or scheduler. Max-min (farthest-point) refinement then runs on a uniform
 sample in memory for even coverage of the manifold (de Silva & Tenenbaum 2004).
+
+References
+----------
+de Silva, V. & Tenenbaum, J. B. (2004). Sparse multidimensional scaling using
+landmark points. Technical report, Stanford University.
 """
 
 from __future__ import annotations
@@ -15,17 +20,19 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._compute import compute
-from .io import as_array
-from .stats import tree_reduce
+from .._compute import compute
+from .._random import LANDMARK_STREAM, block_rng, resolve_seed
+from .._validation import check_count
+from ..io import as_array
+from ..reduce import tree_reduce
 
 KEY_BLOCK = 65_536
-#: Mixed into the seed of the row keys. Without it, keys drawn from
+#: The stream of the row keys. Without a salt of their own, keys drawn from
 #: ``rng([seed, b])`` were the very numbers a generator seeded the same way
 #: (bigdr.datasets, or a user's ``default_rng([0, b])``) had drawn for the
 #: data: a "uniform" sample of a swiss roll then took the smallest roll
 #: angles only.
-KEY_SALT = 0x6269_6764_726C_6D6B  # "bigdrlmk"
+KEY_SALT = LANDMARK_STREAM
 #: Input chunks of the sampling pass. Its per-row cost is tiny, so 32 MiB
 #: chunks read as fast as 128 MiB ones; measured at 10M rows, 128 MiB
 #: chunks (5M rows, plus keys and the partition's scratch, two at a time)
@@ -46,7 +53,7 @@ def row_keys(start: int, stop: int, seed: int) -> np.ndarray:
     while pos < stop:
         b = pos // KEY_BLOCK
         end = min(stop, (b + 1) * KEY_BLOCK)
-        keys = np.random.default_rng([seed, b, KEY_SALT]).random(KEY_BLOCK)
+        keys = block_rng(seed, b, KEY_SALT).random(KEY_BLOCK)
         out[pos - start : end - start] = keys[pos - b * KEY_BLOCK : end - b * KEY_BLOCK]
         pos = end
     return out
@@ -74,8 +81,8 @@ def uniform_sample(X: Any, size: int, random_state: int = 0) -> tuple[np.ndarray
     """``size`` rows drawn uniformly without replacement in one pass: (rows, indices)."""
     # Per row the pass holds a key, an index and the partition's scratch.
     Xd = as_array(X, extra_row_bytes=32, chunk_bytes=SAMPLE_CHUNK_BYTES)
-    size = _check_count(size, Xd.shape[0], "size")
-    seed = _seed(random_state)
+    size = check_count(size, Xd.shape[0], "size")
+    seed = resolve_seed(random_state)
     (s,) = compute(tree_reduce(Xd, functools.partial(_sample_block, m=size, seed=seed),
                                functools.partial(_merge_samples, m=size), with_offset=True))
     return s.rows, s.index
@@ -117,30 +124,14 @@ def select_landmarks(X: Any, n_landmarks: int, method: str = "random", random_st
     # The sampling pass opens X itself, with its own chunk size.
     Xd = as_array(X, extra_row_bytes=32, chunk_bytes=SAMPLE_CHUNK_BYTES)
     n = Xd.shape[0]
-    m = _check_count(n_landmarks, n, "n_landmarks")
+    m = check_count(n_landmarks, n, "n_landmarks")
     if method == "random":
         return uniform_sample(Xd, m, random_state)
     if method != "maxmin":
         raise ValueError(f"method must be 'random' or 'maxmin'; got {method!r}.")
-    size = min(n, max(10 * m, 10_000)) if sample_size is None else _check_count(sample_size, n, "sample_size")
+    size = min(n, max(10 * m, 10_000)) if sample_size is None else check_count(sample_size, n, "sample_size")
     if size < m:
         raise ValueError(f"sample_size={size} must be at least n_landmarks={m}.")
     rows, index = uniform_sample(Xd, size, random_state)
     order = maxmin(rows, m)
     return rows[order], index[order]
-
-
-def _check_count(value: Any, n: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__}.")
-    if not 1 <= value <= n:
-        raise ValueError(f"{name}={value} must be between 1 and the number of rows ({n}).")
-    return int(value)
-
-
-def _seed(random_state: Any) -> int:
-    if random_state is None:
-        return int(np.random.SeedSequence().entropy % 2**63)
-    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)) or random_state < 0:
-        raise ValueError(f"random_state must be a non-negative int or None; got {random_state!r}.")
-    return int(random_state)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from bigdr.spectrum import (
+from bigdr.core.spectrum import (
     estimate_noise_variance,
     marchenko_pastur_edges,
     marchenko_pastur_median,

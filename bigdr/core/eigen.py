@@ -1,0 +1,211 @@
+"""Eigensolvers for in-memory matrices, with one return convention.
+
+Every solver returns :class:`Eigenpairs`: eigenvalues in the order asked
+for (descending for the largest, ascending for the smallest) and
+eigenvectors as orthonormal **columns**, each with its entry of largest
+magnitude positive (the rule of scikit-learn's ``svd_flip(u_based_decision=
+False)``). This module is the one place that chooses a solver:
+
+* :func:`top_eigh` (largest, dense or ARPACK),
+* :func:`smallest_eigh` (smallest of a sparse positive semi-definite matrix:
+  dense, ARPACK, LOBPCG or LOBPCG with an algebraic-multigrid preconditioner),
+* :func:`randomized_eigh` (an operator given as a function, e.g. one pass
+  over a dask array per product),
+* :func:`scatter_eigh` and :func:`qr_eigh` (PCA's mergeable states).
+
+Algorithms written as dask graphs that feed these solvers live in
+:mod:`bigdr.linalg`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+import scipy.linalg
+
+from .._random import as_generator
+from ..exceptions import ConvergenceWarning
+from .stats import Moments, QRState
+
+
+class Eigenpairs(NamedTuple):
+    """Eigenvalues and eigenvectors of a symmetric matrix."""
+
+    values: np.ndarray  #: (k,) in the order asked for
+    vectors: np.ndarray  #: (n, k) orthonormal columns; the largest-magnitude entry of each is positive
+    negative_mass: float = 0.0  #: sum |negative values| / sum |values| over the values computed
+    complete: bool = True  #: whether the whole spectrum was computed
+
+
+def flip_signs(vectors: np.ndarray) -> np.ndarray:
+    """Make the largest-magnitude entry of each column of ``vectors`` positive."""
+    if vectors.size == 0:
+        return vectors
+    idx = np.argmax(np.abs(vectors), axis=0)
+    signs = np.sign(vectors[idx, np.arange(vectors.shape[1])])
+    signs[signs == 0] = 1
+    return vectors * signs[None, :]
+
+
+def _negative_mass(values: np.ndarray) -> float:
+    total = float(np.abs(values).sum())
+    return float(np.abs(values[values < 0]).sum() / total) if total > 0 else 0.0
+
+
+def scatter_eigh(state: Moments) -> Eigenpairs:
+    """All eigenpairs of a scatter matrix, descending."""
+    scatter = (state.scatter + state.scatter.T) / 2
+    values, vectors = scipy.linalg.eigh(scatter, check_finite=False)
+    order = np.argsort(values)[::-1]
+    return Eigenpairs(np.clip(values[order], 0, None), flip_signs(vectors[:, order]))
+
+
+def qr_eigh(state: QRState) -> Eigenpairs:
+    """Squared singular values of the centred data (the scatter's eigenvalues) and right singular vectors."""
+    _, s, vt = scipy.linalg.svd(state.R, full_matrices=False, check_finite=False, lapack_driver="gesdd")
+    p = state.R.shape[1]
+    if vt.shape[0] < p:
+        # Fewer rows seen than features: complete the basis with the null space.
+        null = scipy.linalg.null_space(vt).T if vt.shape[0] else np.eye(p)
+        vt = np.vstack([vt, null])
+        s = np.concatenate([s, np.zeros(p - s.shape[0])])
+    return Eigenpairs(s**2, flip_signs(vt.T))
+
+
+def randomized_eigh(
+    apply: Callable[[np.ndarray], np.ndarray],
+    dim: int,
+    width: int,
+    n_iter: int = 4,
+    random_state: Any = None,
+) -> Eigenpairs:
+    """Ritz pairs of a symmetric operator by randomized subspace iteration.
+
+    ``Z = orth(A Omega)``, ``n_iter`` times ``Z = orth(A Z)``, then the
+    eigen-decomposition of ``Z^T A Z`` (Halko, Martinsson & Tropp 2011,
+    Algorithms 4.4 and 5.3). ``apply`` maps a ``(dim, width)`` matrix to ``A``
+    times it (one pass over the data when ``A`` is a dask expression). Power
+    iteration favours the eigenvalues of largest *magnitude*, so for an
+    indefinite ``A`` negative eigenvalues appear among the pairs returned;
+    ``negative_mass`` covers the ``width`` values computed.
+
+    References
+    ----------
+    Halko, N., Martinsson, P.-G. & Tropp, J. A. (2011). Finding structure with
+    randomness: probabilistic algorithms for constructing approximate matrix
+    decompositions. SIAM Review 53(2), 217-288. doi:10.1137/090771806
+    """
+    rng = as_generator(random_state)
+    Z, _ = np.linalg.qr(rng.standard_normal((dim, width)))
+    for _ in range(n_iter):
+        Z, _ = np.linalg.qr(apply(Z))
+    W = apply(Z)
+    T = Z.T @ W
+    values, U = scipy.linalg.eigh((T + T.T) / 2)
+    order = np.argsort(values)[::-1]
+    return Eigenpairs(values[order], flip_signs(Z @ U[:, order]), _negative_mass(values), False)
+
+
+#: Dense LAPACK ``eigh`` (whole spectrum) up to this size; ARPACK above.
+DENSE_EIGH_MAX = 2000
+
+
+def top_eigh(B: np.ndarray, k: int, random_state: Any = 0, extra: int = 10) -> Eigenpairs:
+    """Top ``k`` eigenpairs of a symmetric in-memory matrix, choosing the solver.
+
+    Up to :data:`DENSE_EIGH_MAX` rows: LAPACK ``eigh`` of the whole spectrum,
+    so ``negative_mass`` is exact. Above: ARPACK (``eigsh``) for the ``k +
+    extra`` eigenvalues of largest magnitude, which contain the top ``k``
+    positive ones unless more than ``extra`` negative eigenvalues outrank
+    them (then a second ARPACK run asks for the largest algebraic ones);
+    ``negative_mass`` then covers the eigenvalues computed.
+    """
+    B = np.asarray(B, dtype=np.float64)
+    n = B.shape[0]
+    if n <= DENSE_EIGH_MAX:
+        w, V = scipy.linalg.eigh((B + B.T) / 2, check_finite=False)
+        complete = True
+    else:
+        from scipy.sparse.linalg import eigsh
+
+        v0 = as_generator(random_state).uniform(-1, 1, n)
+        w, V = eigsh(B, k=min(n - 1, k + extra), which="LM", v0=v0)
+        complete = False
+    negative_mass = _negative_mass(w)
+    if not complete and np.count_nonzero(w > 0) < k:
+        w, V = eigsh(B, k=k, which="LA", v0=v0)
+    order = np.argsort(w)[::-1][:k]
+    return Eigenpairs(w[order], flip_signs(V[:, order]), negative_mass, complete)
+
+
+#: ``smallest_eigh(solver="auto")``: dense LAPACK up to this size, AMG-preconditioned LOBPCG above.
+DENSE_SPARSE_MAX = 2000
+SPARSE_SOLVERS = ("auto", "dense", "arpack", "lobpcg", "amg")
+
+
+def smallest_eigh(L: Any, k: int, solver: str = "auto", random_state: Any = 0, known: np.ndarray | None = None,
+                  tol: float = 1e-6, maxiter: int = 500) -> Eigenpairs:
+    """The ``k`` smallest eigenpairs of a sparse symmetric positive semi-definite matrix, ascending.
+
+    ``dense``: LAPACK on the dense matrix (small n). ``arpack``: Lanczos on
+    ``c I - L`` for its largest eigenvalues (``c`` a Gershgorin bound), to
+    tolerance 1e-10. ``lobpcg``: LOBPCG (Knyazev 2001) without
+    preconditioner. ``amg``: LOBPCG preconditioned by smoothed-aggregation
+    algebraic multigrid (pyamg) on ``L`` plus a tiny shift, as
+    scikit-learn's ``eigen_solver="amg"``: iteration counts barely grow with
+    n, where Lanczos needs ever more as the spectral gap near 0 shrinks.
+    ``known`` is an exact null vector, used as the first start vector of the
+    iterative solvers. A :class:`bigdr.exceptions.ConvergenceWarning` names
+    the residual when LOBPCG stops unconverged.
+
+    References
+    ----------
+    Knyazev, A. V. (2001). Toward the optimal preconditioned eigensolver:
+    locally optimal block preconditioned conjugate gradient method. SIAM J.
+    Sci. Comput. 23(2), 517-541. doi:10.1137/S1064827500366124
+    """
+    if solver not in SPARSE_SOLVERS:
+        raise ValueError(f"eigen_solver must be one of {SPARSE_SOLVERS}; got {solver!r}.")
+    n = L.shape[0]
+    if solver == "auto":
+        solver = "dense" if n <= DENSE_SPARSE_MAX else "amg"
+    if solver == "dense":
+        w, V = scipy.linalg.eigh(L.toarray() if hasattr(L, "toarray") else np.asarray(L), subset_by_index=[0, k - 1])
+        return Eigenpairs(w, flip_signs(V))
+    import scipy.sparse as sp
+
+    rng = as_generator(random_state)
+    if solver == "arpack":
+        from scipy.sparse.linalg import eigsh
+
+        c = float(abs(L).sum(axis=1).max())
+        v0 = known if known is not None else rng.uniform(-1, 1, n)
+        w, V = eigsh(c * sp.identity(n, format="csr") - L, k=k, which="LA", v0=v0, tol=1e-10)
+        order = np.argsort(c - w)
+        return Eigenpairs((c - w)[order], flip_signs(V[:, order]), 0.0, False)
+    from scipy.sparse.linalg import lobpcg
+
+    X0 = rng.standard_normal((n, k))
+    if known is not None:
+        X0[:, 0] = known
+    M = None
+    if solver == "amg":
+        import pyamg
+
+        shift = 1e-8 * float(abs(L).sum(axis=1).max())
+        ml = pyamg.smoothed_aggregation_solver((L + shift * sp.identity(n, format="csr")).tocsr(), max_coarse=500)
+        M = ml.aspreconditioner()
+    with warnings.catch_warnings():
+        # LOBPCG warns when it stops at maxiter; the residuals are checked below.
+        warnings.simplefilter("ignore", UserWarning)
+        w, V = lobpcg(L, X0, M=M, largest=False, tol=tol, maxiter=maxiter)
+    order = np.argsort(w)
+    w, V = w[order], V[:, order]
+    residual = float(np.linalg.norm(L @ V - V * w, axis=0).max())
+    if residual > 100 * tol:
+        warnings.warn(f"The eigensolver ({solver}) stopped after {maxiter} iterations with residual {residual:.2g}; "
+                      f"the embedding may be inaccurate. Try eigen_solver='amg' or 'arpack', or more neighbours.",
+                      ConvergenceWarning, stacklevel=3)
+    return Eigenpairs(w, flip_signs(V), 0.0, False)

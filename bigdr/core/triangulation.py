@@ -1,0 +1,111 @@
+"""Landmark MDS and triangulation: the kernels of the landmarks + extension mechanism.
+
+Classical MDS (Torgerson 1952) of squared dissimilarities ``A = D**2``: form
+``B = -1/2 J A J`` with ``J = I - 11^T/n`` (double centring); if ``D`` is
+Euclidean, ``B`` is the Gram matrix of the centred points and the best
+``d``-dimensional fit is ``V_d diag(sqrt(lambda_d))``.
+
+Landmark MDS (de Silva & Tenenbaum 2004) runs classical MDS on ``m``
+landmarks only and places every other point ``a`` by distance-based
+triangulation from its squared distances ``delta_a`` to the landmarks::
+
+    y_a = -1/2 L# (delta_a - delta_mu),   L# = diag(1/sqrt(lambda)) V^T,
+
+with ``delta_mu`` the column mean of the landmarks' squared distances. For a
+landmark the formula gives back its MDS coordinates exactly; it is the
+Nystrom extension of the kernel ``B``, and the ``transform`` of
+:class:`bigdr.LandmarkMDS` and :class:`bigdr.Isomap`.
+
+References
+----------
+Torgerson, W. S. (1952). Multidimensional scaling: I. Theory and method.
+Psychometrika 17, 401-419. doi:10.1007/BF02288916
+
+de Silva, V. & Tenenbaum, J. B. (2004). Sparse multidimensional scaling using
+landmark points. Technical report, Stanford University.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..exceptions import NonEuclideanWarning
+from .eigen import Eigenpairs, top_eigh
+
+#: Rows per piece of a triangulation (bounds the row x landmark matrices).
+TRIANGULATE_ROWS = 16_384
+
+
+def double_centre(sq: np.ndarray) -> np.ndarray:
+    """``-1/2 J A J`` of a square matrix of squared dissimilarities (a new array)."""
+    B = np.array(sq, dtype=np.float64)
+    B -= B.mean(axis=0, keepdims=True)
+    B -= B.mean(axis=1, keepdims=True)
+    B *= -0.5
+    return B
+
+
+class Triangulation(NamedTuple):
+    """What places a point from its squared distances to the landmarks."""
+
+    pinv: np.ndarray  #: (m, d) columns v_i / sqrt(lambda_i); zero where lambda_i <= 0
+    mean_sq: np.ndarray  #: (m,) column means of the landmarks' squared distances
+    spectrum: Eigenpairs | None  #: the landmarks' eigenpairs (None when rebuilt from a saved model)
+
+
+def landmark_mds(landmark_sq: np.ndarray, n_components: int, random_state: Any = 0) -> Triangulation:
+    """Classical MDS of the landmarks and the triangulation of de Silva & Tenenbaum.
+
+    ``landmark_sq`` is the ``m x m`` matrix of squared dissimilarities among
+    the landmarks. Components whose eigenvalue is not positive are set to
+    zero (with a :class:`~bigdr.exceptions.NonEuclideanWarning`): they carry
+    no Euclidean distance.
+    """
+    spec = top_eigh(double_centre(landmark_sq), n_components, random_state)
+    scale = float(np.abs(spec.values).max()) if spec.values.size else 0.0
+    positive = spec.values > 1e-12 * max(scale, np.finfo(float).tiny)
+    if not positive.all():
+        warnings.warn(
+            f"Only {int(positive.sum())} of the {n_components} leading eigenvalues of the double-centred "
+            f"dissimilarities are positive; the other components are set to 0. Ask for fewer components.",
+            NonEuclideanWarning, stacklevel=3)
+    pinv = np.zeros_like(spec.vectors)
+    pinv[:, positive] = spec.vectors[:, positive] / np.sqrt(spec.values[positive])
+    return Triangulation(pinv, np.asarray(landmark_sq, dtype=np.float64).mean(axis=0), spec)
+
+
+def triangulate(sq: np.ndarray, tri: Triangulation) -> np.ndarray:
+    """Coordinates of points from their squared distances to the landmarks (rows of ``sq``).
+
+    ``sq`` may be float32 distances not yet squared-as-float64: each piece is
+    cast to float64 before use. Non-finite squared distances (a point no
+    landmark reaches) give NaN rows.
+    """
+    out = np.empty((len(sq), tri.pinv.shape[1]))
+    for s in range(0, len(sq), TRIANGULATE_ROWS):
+        piece = np.asarray(sq[s : s + TRIANGULATE_ROWS], dtype=np.float64) - tri.mean_sq
+        out[s : s + len(piece)] = -0.5 * (piece @ tri.pinv)
+    bad = ~np.isfinite(sq).all(axis=1)
+    if bad.any():
+        out[bad] = np.nan
+    return out
+
+
+def triangulate_distances(G: np.ndarray, tri: Triangulation) -> np.ndarray:
+    """Triangulate every row of a (rows x landmarks) *distance* matrix, squaring piece by piece."""
+    out = np.empty((len(G), tri.pinv.shape[1]))
+    step = max(1024, (64 << 20) // (8 * max(G.shape[1], 1)))
+    for s in range(0, len(G), step):
+        out[s : s + step] = triangulate(G[s : s + step].astype(np.float64) ** 2, tri)
+    return out
+
+
+def attach_geodesics(ind: np.ndarray, dist: np.ndarray, geodesics: np.ndarray) -> np.ndarray:
+    """``g[i, l] = min_j dist[i, j] + geodesics[ind[i, j], l]``: rows reached through their neighbours."""
+    g = np.full((len(ind), geodesics.shape[1]), np.inf, dtype=np.float32)
+    for j in range(ind.shape[1]):
+        np.minimum(g, dist[:, j, None] + geodesics[ind[:, j]], out=g)
+    return g

@@ -1,0 +1,39 @@
+"""The errors and warnings bigdr raises, in one place.
+
+Every error is a ``ValueError`` or ``TypeError`` that names the problem and
+the fix; warnings are subclasses of ``UserWarning`` so that one filter
+(``warnings.simplefilter("error", bigdr.exceptions.BigdrWarning)``) can
+turn all of them into errors.
+"""
+
+from __future__ import annotations
+
+from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
+
+
+class NotFittedError(_SklearnNotFittedError):
+    """A method that needs a fitted estimator was called before ``fit``.
+
+    A subclass of scikit-learn's ``NotFittedError`` (itself a ``ValueError``
+    and an ``AttributeError``), so code written for scikit-learn catches it.
+    """
+
+
+class BigdrWarning(UserWarning):
+    """Base class of bigdr's warnings."""
+
+
+class DisconnectedGraphWarning(BigdrWarning):
+    """The neighbourhood graph has more than one connected component."""
+
+
+class NonEuclideanWarning(BigdrWarning):
+    """The dissimilarities have fewer positive eigenvalues than components asked for."""
+
+
+class DataDimensionalityWarning(BigdrWarning):
+    """More components than features: the projection cannot reduce the dimension."""
+
+
+class ConvergenceWarning(BigdrWarning):
+    """An iterative solver stopped before reaching its tolerance."""

@@ -1,0 +1,111 @@
+"""kNN graphs of all rows: two n x k arrays chunked like the rows, storable in zarr.
+
+``indices`` (int64) and ``distances`` (float32); scipy.sparse matrices are
+built from them only inside the solver that needs them
+(:func:`bigdr.graph.sparse.to_csr`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+
+from .._compute import compute
+from ..io import as_array, from_numpy
+from .neighbors import BACKENDS, NeighborIndex, blockwise_query, check_k, check_method, check_metric, choose_method, drop_self, query_row_bytes
+
+
+class KNNGraph:
+    """The k nearest neighbours of every row: two n x k dask arrays chunked like the rows.
+
+    ``indices[i, j]`` is the j-th nearest other row of row i (ascending
+    distance), ``distances[i, j]`` its distance (float32). A row is never its
+    own neighbour; exact duplicates are neighbours at distance 0.
+    """
+
+    def __init__(self, indices: da.Array, distances: da.Array, metric: str = "euclidean",
+                 method: str | None = None) -> None:
+        if indices.shape != distances.shape or indices.ndim != 2:
+            raise ValueError(f"indices {indices.shape} and distances {distances.shape} must be equal n x k shapes.")
+        self.indices, self.distances, self.metric, self.method = indices, distances, metric, method
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.indices.shape[0])
+
+    @property
+    def n_neighbors(self) -> int:
+        return int(self.indices.shape[1])
+
+    def __repr__(self) -> str:
+        return f"KNNGraph(n_samples={self.n_samples}, n_neighbors={self.n_neighbors}, metric={self.metric!r}, method={self.method!r})"
+
+    def compute(self) -> tuple[np.ndarray, np.ndarray]:
+        """Both arrays in memory (n x k each)."""
+        ind, dist = compute(self.indices, self.distances)
+        return ind, dist
+
+    def persist(self) -> "KNNGraph":
+        """Compute once and keep in memory (or on the cluster's workers)."""
+        ind, dist = dask.persist(self.indices, self.distances)
+        return KNNGraph(ind, dist, self.metric, self.method)
+
+    def to_zarr(self, path: str, overwrite: bool = False) -> str:
+        """Write both arrays to a zarr group atomically."""
+        from ..io import write_zarr
+
+        attrs = {"kind": "bigdr-knn-graph", "metric": self.metric, "method": self.method,
+                 "n_neighbors": self.n_neighbors}
+        return str(write_zarr({"indices": self.indices, "distances": self.distances}, path, attrs=attrs,
+                              overwrite=overwrite))
+
+    @classmethod
+    def from_zarr(cls, path: str) -> "KNNGraph":
+        """Open a graph written by :meth:`to_zarr` (lazily)."""
+        import zarr
+
+        from ..io import open_zarr
+
+        group = zarr.open_group(str(path), mode="r")
+        attrs = dict(group.attrs)
+        if attrs.get("kind") != "bigdr-knn-graph":
+            raise ValueError(f"{path!r} is not a kNN graph written by bigdr (no 'bigdr-knn-graph' marker).")
+        ind = da.from_zarr(open_zarr(str(path), dataset="indices"))
+        dist = da.from_zarr(open_zarr(str(path), dataset="distances"))
+        return cls(ind, dist, attrs.get("metric", "euclidean"), attrs.get("method"))
+
+
+def knn_graph(X: Any, n_neighbors: int = 15, *, metric: str = "euclidean", method: str = "auto",
+              random_state: int | None = None, nndescent_kwargs: dict | None = None) -> KNNGraph:
+    """kNN graph of all rows of ``X``.
+
+    Exact methods (``kdtree``, ``brute``) build the index on all rows and
+    query every row against it blockwise (k + 1 neighbours, then the row
+    itself is dropped). ``nndescent`` runs pynndescent on all rows in this
+    process and takes its neighbour graph. Either way all rows are held in
+    memory once: this is the "fits in one process" regime; larger data goes
+    through landmarks (:func:`bigdr.select_landmarks` and
+    :class:`NeighborIndex`).
+
+    Returns
+    -------
+    KNNGraph
+    """
+    Xd = as_array(X, extra_row_bytes=query_row_bytes(n_neighbors if isinstance(n_neighbors, int) else 0))
+    n, p = Xd.shape
+    k = check_k(n_neighbors, n - 1, "other rows")
+    check_method(method)
+    check_metric(metric, method)
+    chosen = choose_method(n, p, metric) if method == "auto" else method
+    backend = BACKENDS[chosen]
+    if not backend.builds_self_graph:  # an index of all rows, every row queried blockwise
+        index = NeighborIndex(metric, chosen, random_state=random_state, nndescent_kwargs=nndescent_kwargs).fit(Xd)
+        ind, dist = blockwise_query(Xd, index, k, exclude_self=True)
+        return KNNGraph(ind, dist, metric, chosen)
+    (data,) = compute(Xd)
+    ind, dist = backend.self_graph(np.ascontiguousarray(data), k, metric, random_state, nndescent_kwargs)
+    ind, dist = drop_self(ind.astype(np.int64), dist.astype(np.float32), np.arange(n))
+    return KNNGraph(from_numpy(ind, Xd.chunks[0]), from_numpy(dist, Xd.chunks[0]), metric, chosen)

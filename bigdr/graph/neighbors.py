@@ -1,0 +1,362 @@
+"""Nearest neighbours: one index interface, one class per search back end, blockwise queries.
+
+Back ends
+---------
+``"kdtree"`` (:class:`KDTreeBackend`)
+    Exact, ``scipy.spatial.cKDTree`` (Minkowski metrics; cosine through unit
+    vectors). Fast in low dimension.
+``"nndescent"`` (:class:`NNDescentBackend`)
+    Approximate, pynndescent (NN-descent of Dong, Moses & Li 2011 with
+    random-projection-tree initialisation); any metric pynndescent offers.
+    Its numba code compiles on first use in every process (see
+    ``docs/neighbors.md``).
+``"brute"`` (:class:`BruteBackend`)
+    Exact, blockwise distance matrices against the reference rows; any
+    metric of ``scipy.spatial.distance.cdist``. For small reference sets.
+``"auto"``
+    ``kdtree`` when the metric allows it and the dimension is at most
+    ``KDTREE_MAX_DIM``; ``brute`` for small reference sets in high dimension;
+    else ``nndescent``. Thresholds from ``benchmarks/results/neighbors.md``.
+
+A new back end is one subclass of :class:`Backend` added to ``BACKENDS``.
+
+References
+----------
+Dong, W., Moses, C. & Li, K. (2011). Efficient k-nearest neighbor graph
+construction for generic similarity measures. Proc. WWW 2011, 577-586.
+doi:10.1145/1963405.1963487
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+
+from .._compute import compute
+from .._validation import check_n_features
+from ..core.distances import CDIST_METRICS, CDIST_NAMES, KDTREE_METRICS, unit_rows
+from ..io import as_array
+
+#: cKDTree beats NN-descent up to about this many dimensions (measured).
+KDTREE_MAX_DIM = 15
+#: Below this many reference rows, brute force is cheap in any dimension.
+BRUTE_MAX_REFERENCE = 20_000
+#: Rows per piece of a brute-force query (bounds the distance matrix in memory).
+BRUTE_QUERY_ROWS = 2048
+
+
+def _nndescent_metrics() -> set[str]:
+    try:
+        from pynndescent.distances import named_distances
+    except ImportError:  # pragma: no cover - pynndescent is a dependency
+        return set()
+    return set(named_distances)
+
+
+def check_metric(metric: Any, method: str = "auto") -> None:
+    """Raise a clear error for a metric the chosen search method cannot use.
+
+    Names bigdr knows itself are checked without importing pynndescent (whose
+    import costs seconds of numba set-up); only other names are looked up in
+    pynndescent's list.
+    """
+    if not isinstance(metric, str):
+        raise TypeError(f"metric must be a string; got {type(metric).__name__}.")
+    if method == "kdtree" and metric not in KDTREE_METRICS:
+        raise ValueError(f"method='kdtree' supports {sorted(KDTREE_METRICS)}; use method='nndescent' for {metric!r}.")
+    if method == "brute" and metric not in CDIST_METRICS:
+        raise ValueError(f"method='brute' supports {sorted(CDIST_METRICS)}; use method='nndescent' for {metric!r}.")
+    if metric in KDTREE_METRICS or metric in CDIST_METRICS:
+        return
+    known = set(KDTREE_METRICS) | CDIST_METRICS | _nndescent_metrics()
+    if metric not in known:
+        raise ValueError(f"Unknown metric {metric!r}; choose one of {sorted(known)}.")
+
+
+def choose_method(n_reference: int, dim: int, metric: str) -> str:
+    """The search method ``"auto"`` picks (see the module docstring)."""
+    if metric in KDTREE_METRICS and dim <= KDTREE_MAX_DIM:
+        return "kdtree"
+    if n_reference <= BRUTE_MAX_REFERENCE and metric in CDIST_METRICS:
+        return "brute"
+    return "nndescent"
+
+
+class Backend:
+    """One search method: built on reference rows, queried with numpy blocks (on workers)."""
+
+    def __init__(self, metric: str, random_state: int | None = None, options: dict | None = None) -> None:
+        self.metric = metric
+        self.random_state = random_state
+        self.options = dict(options or {})
+
+    def build(self, reference: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def query(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Indices and distances of the ``k`` nearest reference rows, ascending."""
+        raise NotImplementedError
+
+    #: Whether :meth:`self_graph` builds the graph of all rows directly
+    #: (otherwise every row is queried against an index of all rows).
+    builds_self_graph = False
+
+    @classmethod
+    def self_graph(cls, data: np.ndarray, k: int, metric: str, random_state: int | None,
+                   options: dict | None) -> tuple[np.ndarray, np.ndarray]:
+        """The (k + 1)-neighbour graph of ``data`` itself (each row among its own neighbours)."""
+        raise NotImplementedError
+
+
+class KDTreeBackend(Backend):
+    def build(self, reference: np.ndarray) -> None:
+        from scipy.spatial import cKDTree
+
+        data = unit_rows(reference) if self.metric == "cosine" else reference
+        self._tree = cKDTree(data, balanced_tree=False, compact_nodes=False)
+
+    def query(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        q = unit_rows(block) if self.metric == "cosine" else block
+        dist, ind = self._tree.query(q, k=k, p=KDTREE_METRICS[self.metric])
+        dist, ind = dist.reshape(len(block), k), ind.reshape(len(block), k)
+        if self.metric == "cosine":  # chord length -> cosine distance
+            dist = dist**2 / 2
+        return ind, dist
+
+
+class BruteBackend(Backend):
+    def build(self, reference: np.ndarray) -> None:
+        self._reference = reference
+        self._ref_sq = np.einsum("ij,ij->i", reference, reference)
+
+    def query(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        ind = np.empty((len(block), k), dtype=np.int64)
+        dist = np.empty((len(block), k))
+        for s in range(0, len(block), BRUTE_QUERY_ROWS):
+            q = block[s : s + BRUTE_QUERY_ROWS]
+            ind[s : s + len(q)], dist[s : s + len(q)] = self._rows(q, k)
+        return ind, dist
+
+    def _rows(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact k nearest reference rows of the rows of ``q`` by full distance rows."""
+        from scipy.spatial.distance import cdist
+
+        ref = self._reference
+        if self.metric in ("euclidean", "sqeuclidean", "cosine"):
+            # Rank by a gemm (|q|^2 + |r|^2 - 2 q r^T: BLAS speed, 20-50x cdist
+            # in 50-D), then recompute the chosen distances exactly so the
+            # cancellation of that formula never reaches the result.
+            if self.metric == "cosine":
+                score = -(unit_rows(q) @ unit_rows(ref).T)
+            else:
+                score = self._ref_sq[None, :] - 2.0 * (q @ ref.T)
+        else:
+            score = cdist(q, ref, metric=CDIST_NAMES.get(self.metric, self.metric))
+        if k < score.shape[1]:
+            cand = np.argpartition(score, k - 1, axis=1)[:, :k]
+        else:
+            cand = np.tile(np.arange(score.shape[1]), (len(q), 1))
+        if self.metric == "cosine":
+            exact = 1.0 - np.einsum("bp,bkp->bk", unit_rows(q), unit_rows(ref)[cand])
+        elif self.metric in ("euclidean", "sqeuclidean"):
+            diff = q[:, None, :] - ref[cand]
+            exact = np.einsum("bkp,bkp->bk", diff, diff)
+            exact = np.sqrt(exact) if self.metric == "euclidean" else exact
+        else:
+            name = CDIST_NAMES.get(self.metric, self.metric)
+            exact = np.stack([cdist(q[i : i + 1], ref[c], metric=name)[0] for i, c in enumerate(cand)])
+        order = np.argsort(exact, axis=1, kind="stable")
+        return np.take_along_axis(cand, order, axis=1), np.take_along_axis(exact, order, axis=1)
+
+
+class NNDescentBackend(Backend):
+    def build(self, reference: np.ndarray) -> None:
+        from pynndescent import NNDescent
+
+        kw = {k: v for k, v in self.options.items() if k != "query_epsilon"}
+        kw.setdefault("n_neighbors", 30)
+        self._nnd = NNDescent(reference, metric=self.metric, random_state=self.random_state, **kw)
+        self._nnd.prepare()
+
+    def query(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return self._nnd.query(block, k=k, epsilon=self.options.get("query_epsilon", 0.1))
+
+    builds_self_graph = True
+
+    @classmethod
+    def self_graph(cls, data: np.ndarray, k: int, metric: str, random_state: int | None,
+                   options: dict | None) -> tuple[np.ndarray, np.ndarray]:
+        from pynndescent import NNDescent
+
+        nnd = NNDescent(data, n_neighbors=k + 1, metric=metric, random_state=random_state, **dict(options or {}))
+        ind, dist = nnd.neighbor_graph
+        return ind, dist
+
+
+BACKENDS: dict[str, type[Backend]] = {"kdtree": KDTreeBackend, "brute": BruteBackend, "nndescent": NNDescentBackend}
+METHODS = ("auto", *BACKENDS)
+
+
+def check_method(method: Any) -> str:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(repr(m) for m in METHODS)}; got {method!r}.")
+    return str(method)
+
+
+class NeighborIndex:
+    """An index on reference rows, queried blockwise.
+
+    Parameters
+    ----------
+    metric : str
+        ``euclidean``, ``cosine``, ``manhattan``, ``chebyshev``, or any metric
+        of pynndescent (method ``nndescent``) or ``scipy.spatial.distance.cdist``
+        (method ``brute``).
+    method : {"auto", "kdtree", "nndescent", "brute"}
+    random_state : int or None
+        Seed of NN-descent.
+    nndescent_kwargs : dict, optional
+        Passed to ``pynndescent.NNDescent``.
+    query_epsilon : float
+        Search breadth of NN-descent queries.
+
+    Notes
+    -----
+    The reference rows are held in memory (they are landmarks or a training
+    set). :meth:`query` returns lazy dask arrays; the index enters the graph as
+    one key, so a cluster ships it to each worker once, not once per chunk.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bigdr import NeighborIndex
+    >>> ref = np.arange(10.0).reshape(5, 2)
+    >>> index = NeighborIndex().fit(ref)
+    >>> ind, dist = index.query_block(np.array([[0.1, 1.1]]), 2)
+    >>> ind.tolist(), index.method_
+    ([[0, 1]], 'kdtree')
+    """
+
+    def __init__(self, metric: str = "euclidean", method: str = "auto", random_state: int | None = None,
+                 nndescent_kwargs: dict | None = None, query_epsilon: float = 0.1) -> None:
+        self.metric = metric
+        self.method = method
+        self.random_state = random_state
+        self.nndescent_kwargs = nndescent_kwargs
+        self.query_epsilon = query_epsilon
+
+    def fit(self, reference: Any) -> NeighborIndex:
+        """Build the index on ``reference`` (held in memory)."""
+        check_method(self.method)
+        check_metric(self.metric, self.method)
+        (ref,) = compute(as_array(reference, name="reference", min_rows=1))
+        ref = np.ascontiguousarray(ref)
+        n, dim = ref.shape
+        self._key_name = f"bigdr-neighbor-index-{uuid.uuid4().hex}"
+        method = choose_method(n, dim, self.metric) if self.method == "auto" else self.method
+        options = {**(self.nndescent_kwargs or {}), "query_epsilon": self.query_epsilon}
+        self._backend = BACKENDS[method](self.metric, self.random_state, options)
+        self._backend.build(ref)
+        self.method_ = method
+        self.n_reference_, self.n_features_in_ = n, dim
+        return self
+
+    def query_block(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact/approximate k nearest reference rows of each row of ``block`` (numpy; runs on workers)."""
+        ind, dist = self._backend.query(np.asarray(block), k)
+        return ind.astype(np.int64, copy=False), dist.astype(np.float32, copy=False)
+
+    def query(self, X: Any, n_neighbors: int) -> tuple[da.Array, da.Array]:
+        """k nearest reference rows of every row of ``X``, as lazy (indices, distances)."""
+        if not hasattr(self, "method_"):
+            raise ValueError("This NeighborIndex is not fitted; call fit(reference) first.")
+        k = check_k(n_neighbors, self.n_reference_, "reference rows")
+        Xd = as_array(X, min_rows=1, extra_row_bytes=query_row_bytes(k))
+        check_n_features(Xd.shape[1], self.n_features_in_, "this NeighborIndex")
+        return blockwise_query(Xd, self, k, exclude_self=False)
+
+
+def query_row_bytes(k: int) -> int:
+    """Bytes a query holds per row besides the row (for the chunk policy of :func:`bigdr.io.as_array`)."""
+    # Search results in float64/int64 (k + 1 columns), the structured record
+    # and the two output arrays.
+    return max(int(k), 0) * 48 + 16
+
+
+def check_k(k: Any, n_available: int, what: str) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"n_neighbors must be an int; got {type(k).__name__}.")
+    if k < 1:
+        raise ValueError(f"n_neighbors={k} must be at least 1.")
+    if k > n_available:
+        raise ValueError(f"n_neighbors={k} is more than the {n_available} {what}; use at most {n_available}.")
+    return int(k)
+
+
+def _query_records(block: np.ndarray, index: NeighborIndex, k: int, exclude_self: bool,
+                   block_info: Any = None) -> np.ndarray:
+    start = block_info[0]["array-location"][0][0] if block_info else 0
+    kq = k + 1 if exclude_self else k
+    ind, dist = index.query_block(block, kq)
+    if exclude_self:
+        ind, dist = drop_self(ind, dist, np.arange(start, start + len(block)))
+    out = np.empty(len(block), dtype=[("i", np.int64, (k,)), ("d", np.float32, (k,))])
+    out["i"], out["d"] = ind, dist
+    return out
+
+
+def drop_self(ind: np.ndarray, dist: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Remove one column per row: the row itself, or, where duplicates at
+    distance 0 displaced it from the k + 1 found, the farthest neighbour."""
+    n, k1 = ind.shape
+    is_self = ind == rows[:, None]
+    drop_at = np.where(is_self.any(axis=1), is_self.argmax(axis=1), k1 - 1)
+    keep = np.ones_like(is_self)
+    keep[np.arange(n), drop_at] = False
+    return ind[keep].reshape(n, k1 - 1), dist[keep].reshape(n, k1 - 1)
+
+
+def blockwise_query(Xd: da.Array, index: NeighborIndex, k: int, exclude_self: bool) -> tuple[da.Array, da.Array]:
+    """Lazy (indices, distances) of every row block of ``Xd`` against ``index``."""
+    if len(Xd.chunks[1]) != 1:
+        Xd = Xd.rechunk({1: -1})
+    # One graph key for the index: shipped to each worker once. The name is
+    # fixed at fit time; letting dask tokenize the index would pickle the
+    # whole tree just to name the key (seconds for a large index).
+    index_key = dask.delayed(index, name=index._key_name, traverse=False)
+    record = np.dtype([("i", np.int64, (k,)), ("d", np.float32, (k,))])
+    records = da.map_blocks(_query_records, Xd, index_key, k, exclude_self, drop_axis=1, dtype=record,
+                            meta=np.empty((0,), dtype=record))
+    ind = records.map_blocks(_field, "i", new_axis=1, chunks=(Xd.chunks[0], (k,)), dtype=np.int64,
+                             meta=np.empty((0, 0), np.int64))
+    dist = records.map_blocks(_field, "d", new_axis=1, chunks=(Xd.chunks[0], (k,)), dtype=np.float32,
+                              meta=np.empty((0, 0), np.float32))
+    return ind, dist
+
+
+def _field(records: np.ndarray, name: str) -> np.ndarray:
+    return records[name]
+
+
+def warm_up(metric: str = "euclidean") -> float:
+    """Compile pynndescent's numba code in this process now; returns the seconds taken.
+
+    Run it once per worker before timing-sensitive work:
+    ``client.run(bigdr.graph.neighbors.warm_up)``. numba caches compiled code
+    on disk (in pynndescent's ``__pycache__``, or ``NUMBA_CACHE_DIR`` when
+    that is set or the package directory is read-only), so later processes
+    on the same machine load it instead of compiling.
+    """
+    import time
+
+    from pynndescent import NNDescent
+
+    t0 = time.perf_counter()
+    data = np.random.default_rng(0).standard_normal((500, 8)).astype(np.float32)
+    index = NNDescent(data, n_neighbors=10, metric=metric, random_state=0)
+    index.query(data[:10], k=5)
+    return time.perf_counter() - t0

@@ -1,0 +1,229 @@
+"""Sparse neighbourhood graphs: CSR matrices, components, the disconnected-graph policy, geodesics.
+
+These hold O(n k) in memory: they are called inside the solvers that need a
+sparse graph, not on data larger than memory. Edge weights are distances; an
+exact duplicate (distance 0) is stored as the smallest positive float32 so
+that the edge survives sparse arithmetic, which drops explicit zeros.
+
+Graphs (Belkin & Niyogi 2003; von Luxburg 2007): the epsilon graph, the kNN
+graph (union or mutual), the fully connected graph.
+
+References
+----------
+von Luxburg, U. (2007). A tutorial on spectral clustering. Statistics and
+Computing 17, 395-416. doi:10.1007/s11222-007-9033-z
+"""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from typing import Any
+
+import dask
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components as _cc
+
+from .._compute import compute, parallelism
+from ..core.distances import KDTREE_METRICS
+from ..exceptions import DisconnectedGraphWarning
+from ..io import as_array
+from .knn import KNNGraph
+from .neighbors import NeighborIndex
+
+TINY = float(np.finfo(np.float32).tiny)
+
+
+def to_csr(graph: KNNGraph, symmetrize: str | None = "union", weight: str = "distance") -> sp.csr_matrix:
+    """Sparse n x n adjacency of a kNN graph.
+
+    Parameters
+    ----------
+    symmetrize : {"union", "mutual", None}
+        ``union``: i ~ j if either is among the other's k nearest;
+        ``mutual``: if both are; ``None``: directed.
+    weight : {"distance", "connectivity"}
+        Edge value: the distance, or 1.
+    """
+    if symmetrize not in ("union", "mutual", None):
+        raise ValueError(f"symmetrize must be 'union', 'mutual' or None; got {symmetrize!r}.")
+    if weight not in ("distance", "connectivity"):
+        raise ValueError(f"weight must be 'distance' or 'connectivity'; got {weight!r}.")
+    ind, dist = graph.compute()
+    n, k = ind.shape
+    values = np.ones(n * k, dtype=np.float32) if weight == "connectivity" else np.maximum(dist.ravel(), TINY)
+    A = sp.csr_matrix((values, (np.repeat(np.arange(n), k), ind.ravel())), shape=(n, n))
+    if symmetrize == "union":
+        A = A.maximum(A.T)
+    elif symmetrize == "mutual":
+        A = A.minimum(A.T)
+    return A.tocsr()
+
+
+def radius_graph(X: Any, radius: float, metric: str = "euclidean") -> sp.csr_matrix:
+    """Epsilon graph: i ~ j when their distance is at most ``radius``.
+
+    Exact, with a KD-tree (euclidean, manhattan, chebyshev); the rows are
+    held in memory.
+    """
+    from scipy.spatial import cKDTree
+
+    if not np.isscalar(radius) or not radius > 0:
+        raise ValueError(f"radius must be a positive number; got {radius!r}.")
+    if metric not in KDTREE_METRICS or metric == "cosine":
+        raise ValueError(f"radius_graph supports euclidean, manhattan and chebyshev; got {metric!r}.")
+    (data,) = compute(as_array(X))
+    tree = cKDTree(data)
+    D = tree.sparse_distance_matrix(tree, radius, p=KDTREE_METRICS[metric], output_type="coo_matrix").tocsr()
+    D.setdiag(0)
+    D.eliminate_zeros()
+    D.data = np.maximum(D.data, TINY).astype(np.float32)
+    return D
+
+
+def dense_distance_graph(X: Any, metric: str = "euclidean", max_samples: int = 20_000) -> np.ndarray:
+    """Fully connected graph (all pairwise distances) for small n, as a dense array."""
+    from scipy.spatial.distance import cdist
+
+    (data,) = compute(as_array(X))
+    if len(data) > max_samples:
+        raise ValueError(
+            f"A fully connected graph of {len(data)} rows needs {len(data) ** 2 * 8 / 2**30:.1f} GiB; "
+            f"use a kNN graph (knn_graph) or raise max_samples."
+        )
+    return cdist(data, data, metric=metric)
+
+
+def connected_components(adjacency: sp.spmatrix | KNNGraph) -> tuple[int, np.ndarray, np.ndarray]:
+    """Components of an undirected graph.
+
+    Returns ``(n_components, labels, sizes)``; labels are renumbered so that
+    component 0 is the largest, and ``sizes`` is in decreasing order.
+    """
+    if isinstance(adjacency, KNNGraph):
+        adjacency = to_csr(adjacency, "union", "connectivity")
+    n_comp, labels = _cc(adjacency, directed=False)
+    sizes = np.bincount(labels, minlength=n_comp)
+    order = np.argsort(-sizes, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(n_comp)
+    return int(n_comp), rank[labels], sizes[order]
+
+
+#: What a method may do with a disconnected graph (each method accepts a subset):
+#: ``raise`` a ValueError naming the component sizes and the fix; ``warn`` and
+#: go on with the components as they are; ``largest``: only the largest
+#: component counts (``eligible`` marks it); ``join``: link each component to
+#: its nearest point outside it until one is left.
+DISCONNECTED_POLICIES = ("raise", "warn", "largest", "join")
+
+
+def check_policy(policy: Any, allowed: tuple[str, ...]) -> str:
+    if policy not in allowed:
+        raise ValueError(f"on_disconnected must be one of {', '.join(repr(p) for p in allowed)}; got {policy!r}.")
+    return str(policy)
+
+
+def resolve_components(adjacency: sp.spmatrix, policy: str, *, points: np.ndarray | None = None,
+                       metric: str = "euclidean", hint: str = "n_neighbors",
+                       allowed: tuple[str, ...] = DISCONNECTED_POLICIES,
+                       stacklevel: int = 3) -> tuple[sp.csr_matrix, np.ndarray, int]:
+    """Apply the disconnected-graph policy: ``(graph, eligible rows, number of components found)``.
+
+    The one place that decides what a disconnected graph means; the message
+    names the component sizes, the parameter to change and the other policies.
+    """
+    check_policy(policy, allowed)
+    n_comp, labels, sizes = connected_components(adjacency)
+    eligible = np.ones(adjacency.shape[0], dtype=bool)
+    if n_comp == 1:
+        return sp.csr_matrix(adjacency), eligible, n_comp
+    shown = ", ".join(str(s) for s in sizes[:10]) + (", ..." if n_comp > 10 else "")
+    what = f"The neighbourhood graph has {n_comp} connected components (sizes {shown})"
+    others = ", ".join(f"on_disconnected={p!r}" for p in allowed if p != "raise")
+    if policy == "raise":
+        raise ValueError(f"{what}. Increase {hint}, or pass {others}.")
+    if policy == "join":
+        if points is None:
+            raise ValueError("on_disconnected='join' needs the points of the graph.")
+        return join_components(adjacency, points, metric), eligible, n_comp
+    if policy == "largest":
+        warnings.warn(f"{what}; embedding the largest ({sizes[0]} rows).", DisconnectedGraphWarning,
+                      stacklevel=stacklevel)
+        return sp.csr_matrix(adjacency), labels == 0, n_comp
+    warnings.warn(f"{what}; increase {hint} for one connected embedding.", DisconnectedGraphWarning,
+                  stacklevel=stacklevel)
+    return sp.csr_matrix(adjacency), eligible, n_comp
+
+
+def largest_component(adjacency: sp.spmatrix | KNNGraph) -> np.ndarray:
+    """Row indices of the largest connected component (sorted)."""
+    _, labels, _ = connected_components(adjacency)
+    return np.flatnonzero(labels == 0)
+
+
+def join_components(adjacency: sp.spmatrix, points: np.ndarray, metric: str = "euclidean") -> sp.csr_matrix:
+    """Join the components of a symmetric distance graph by their shortest links.
+
+    Each round links every component but the largest to its nearest point
+    outside it (one new edge, weighted by the distance), until one component
+    is left; every round at least halves the count. Cost per round: one
+    neighbour index per joined component (fine for a few components; many
+    tiny ones mean too few neighbours, better fixed at the source).
+    """
+    A = sp.csr_matrix(adjacency, dtype=np.float32)
+    points = np.asarray(points)
+    while True:
+        n_comp, labels, _ = connected_components(A)
+        if n_comp == 1:
+            return A
+        rows, cols, vals = [], [], []
+        for c in range(1, n_comp):
+            inside = np.flatnonzero(labels == c)
+            outside = np.flatnonzero(labels != c)
+            index = NeighborIndex(metric).fit(points[outside])
+            ind, dist = index.query_block(points[inside], 1)
+            j = int(np.argmin(dist[:, 0]))
+            rows.append(inside[j])
+            cols.append(outside[ind[j, 0]])
+            vals.append(max(float(dist[j, 0]), TINY))
+        link = sp.csr_matrix((vals, (rows, cols)), shape=A.shape, dtype=np.float32)
+        A = A.maximum(link).maximum(link.T).tocsr()
+
+
+#: Partial geodesics held at once by :func:`landmark_geodesics` (besides the result).
+GEODESIC_BATCH_BYTES = 256 << 20
+
+
+def _dijkstra_group(graph: sp.csr_matrix, sources: np.ndarray) -> np.ndarray:
+    from scipy.sparse.csgraph import dijkstra
+
+    return dijkstra(graph, directed=True, indices=sources).astype(np.float32)
+
+
+def landmark_geodesics(graph: sp.csr_matrix, sources: np.ndarray, group_size: int = 8) -> np.ndarray:
+    """Shortest-path distances from each source to every node: ``(n_nodes, len(sources))`` float32.
+
+    ``graph`` must be symmetric (an undirected graph stored both ways).
+    The sources are split into groups of ``group_size``; each group is one
+    dask task (scipy's Dijkstra), and the graph enters the dask graph as one
+    key, so a cluster ships it to each worker once per batch. Groups run a
+    batch at a time and are copied into the result as they finish; a batch
+    holds at most ``GEODESIC_BATCH_BYTES`` of partial results (and at least
+    twice the scheduler's parallelism in groups), which bounds the memory
+    held twice. Small batches cost time on a cluster: each one is a round
+    trip and resends the graph. Unreachable nodes get ``inf``.
+    """
+    sources = np.asarray(sources, dtype=np.int64)
+    n = graph.shape[0]
+    out = np.empty((n, len(sources)), dtype=np.float32)
+    key = dask.delayed(graph, name=f"bigdr-graph-{uuid.uuid4().hex}", traverse=False)
+    starts = list(range(0, len(sources), group_size))
+    batch = max(2 * parallelism(), GEODESIC_BATCH_BYTES // max(1, 4 * n * group_size))
+    for b in range(0, len(starts), batch):
+        chunk = starts[b : b + batch]
+        tasks = [dask.delayed(_dijkstra_group, pure=True)(key, sources[s : s + group_size]) for s in chunk]
+        for s, part in zip(chunk, compute(*tasks)):
+            out[:, s : s + len(part)] = part.T
+    return out

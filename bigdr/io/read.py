@@ -1,0 +1,280 @@
+"""Reading: turn anything array-like into a validated, row-chunked dask array.
+
+Every estimator calls :func:`as_array` at its boundary, so the rules for input
+live here and only here.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from .._validation import check_block_finite
+
+#: Target size of one dask chunk. Large enough that per-task overhead (about
+#: 1 ms) is noise beside the BLAS work, small enough that a few chunks per
+#: worker thread fit comfortably in memory.
+DEFAULT_CHUNK_BYTES = 128 * 2**20
+
+#: Rows narrower than this many bytes keep all their columns in one chunk.
+#: Wider data (p > 65536 float64) keeps column chunks; the randomized solver
+#: and random projection work on both axes.
+MAX_FULL_ROW_BYTES = 512 * 2**10
+
+
+def chunk_budget(cap: int | None = None) -> int:
+    """Bytes per input chunk: the dask config value ``bigdr.chunk-bytes`` (environment
+    ``DASK_BIGDR__CHUNK_BYTES``; command line ``--chunk-mib``), default 128 MiB, and at
+    most ``cap`` when a pass asks for smaller chunks."""
+    import dask
+
+    configured = int(dask.config.get("bigdr.chunk-bytes", DEFAULT_CHUNK_BYTES))
+    if configured < 1:
+        raise ValueError(f"bigdr.chunk-bytes must be positive; got {configured}.")
+    return min(configured, cap) if cap is not None else configured
+
+
+def _float_dtype(dtype: np.dtype, name: str) -> np.dtype:
+    """The floating dtype bigdr computes in for input of ``dtype``."""
+    if dtype.kind == "f":
+        # float16 has too little precision for sums over millions of rows.
+        return np.dtype(np.float32) if dtype.itemsize <= 4 else np.dtype(np.float64)
+    if dtype.kind in "iub":
+        return np.dtype(np.float64)
+    if dtype.kind == "c":
+        raise ValueError(
+            f"Complex data not supported: {name} has dtype {dtype}; bigdr works on real data. "
+            f"Pass the real and imaginary parts as separate columns."
+        )
+    raise TypeError(
+        f"{name} has non-numeric dtype {dtype}; convert it to a numeric array "
+        f"(for example with .astype('float64')) first."
+    )
+
+
+
+def _row_chunks(n: int, row_bytes: int, chunk_bytes: int, base: int | None) -> tuple[int, ...]:
+    rows = max(1, chunk_bytes // max(row_bytes, 1))
+    if base:
+        # Align with the storage chunks so no stored chunk is read twice.
+        rows = max(base, (rows // base) * base)
+    rows = min(rows, n)
+    full, rest = divmod(n, rows)
+    return (rows,) * full + ((rest,) if rest else ())
+
+
+def from_numpy(X: np.ndarray, row_chunks: tuple[int, ...]) -> da.Array:
+    """A dask array whose chunks are views of ``X``: no copy, no hashing.
+
+    ``da.from_array`` copies its input and hashes it to name the keys; for
+    1M x 100 float64 that is 0.4-0.6 s before any work (measured), more than
+    the PCA fit itself. The caller must not modify ``X`` while a lazy result
+    built from it is alive (estimators compute numpy input immediately).
+    """
+    from dask.highlevelgraph import HighLevelGraph
+
+    name = f"bigdr-numpy-{uuid.uuid4().hex}"
+    source = f"{name}-source"
+    dsk: dict = {source: X}
+    bounds = np.cumsum((0,) + tuple(row_chunks))
+    for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        dsk[(name, i, 0)] = (operator.getitem, source, (slice(int(a), int(b)), slice(None)))
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=())
+    return da.Array(graph, name, (tuple(row_chunks), (X.shape[1],)), meta=X[:0, :0])
+
+
+def _open_path(path: str, *, dataset: str | None, storage_options: dict | None) -> Any:
+    lower = path.lower().rstrip("/")
+    if lower.endswith(".npy"):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No such .npy file: {path!r}")
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    if lower.endswith((".h5", ".hdf5", ".hdf")) or ".h5:" in lower or ".hdf5:" in lower:
+        import h5py
+
+        if dataset is None and ":" in path.split("://")[-1]:
+            path, dataset = path.rsplit(":", 1)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No such HDF5 file: {path!r}")
+        f = h5py.File(path, "r")
+        if dataset is None:
+            names = [k for k in f if isinstance(f[k], h5py.Dataset)]
+            if len(names) != 1:
+                raise ValueError(
+                    f"HDF5 file {path!r} holds datasets {names}; name the one to use "
+                    f"as 'file.h5:/name' or with dataset='name'."
+                )
+            dataset = names[0]
+        return f[dataset]
+    return open_zarr(path, dataset=dataset, storage_options=storage_options)
+
+
+def open_zarr(path: str, *, dataset: str | None = None, storage_options: dict | None = None):
+    """Open a zarr array (format 2 or 3) at a local path or fsspec URL.
+
+    A group is accepted when it holds an array named ``X`` (the layout bigdr's
+    generators write) or exactly one array, or when ``dataset`` names one.
+    """
+    import zarr
+
+    is_url = "://" in path
+    if not is_url and not os.path.exists(path):
+        raise FileNotFoundError(f"No such zarr store: {path!r}")
+    try:
+        node = zarr.open(path, mode="r", storage_options=storage_options)
+    except Exception as exc:  # zarr raises several types for "not a store"
+        raise ValueError(f"{path!r} is not a readable zarr store: {exc}") from exc
+    if isinstance(node, zarr.Array):
+        return node
+    names = sorted(node.array_keys())
+    if dataset is None:
+        if "X" in names:
+            dataset = "X"
+        elif len(names) == 1:
+            dataset = names[0]
+        else:
+            raise ValueError(
+                f"zarr group {path!r} holds arrays {names}; name the one to use "
+                f"with dataset='name' (command line: --dataset name)."
+            )
+    if dataset not in names:
+        raise ValueError(f"zarr group {path!r} has no array {dataset!r}; it holds {names}.")
+    return node[dataset]
+
+
+def as_array(
+    X: Any,
+    *,
+    name: str = "X",
+    dataset: str | None = None,
+    storage_options: dict | None = None,
+    chunk_bytes: int | None = None,
+    min_rows: int = 2,
+    check_finite: bool = True,
+    extra_row_bytes: int = 0,
+    keep_column_chunks: bool = False,
+) -> da.Array:
+    """Turn array-like input into a validated dask array chunked by rows.
+
+    Parameters
+    ----------
+    X : numpy array, dask array, zarr array, h5py dataset or str/Path
+        A path may name a zarr store (format 2 or 3, local or fsspec URL), a
+        ``.npy`` file (memory-mapped) or an HDF5 file (``file.h5:/dataset``).
+    name : str
+        Name used in error messages.
+    dataset : str, optional
+        Array inside a zarr group or HDF5 file.
+    storage_options : dict, optional
+        Passed to fsspec for remote zarr stores.
+    chunk_bytes : int, optional
+        Target bytes per chunk: default :func:`chunk_budget` (128 MiB unless
+        configured smaller, e.g. for workers with little memory). Row chunks are aligned with
+        storage chunks. Rows narrower than 512 KiB keep all columns in one
+        chunk (column-chunked input is rechunked); wider rows keep their
+        column chunks.
+    min_rows : int
+        Fewest rows accepted.
+    check_finite : bool
+        Check for NaN/Inf lazily, inside the first pass over the data (no extra
+        pass): the error is raised when the result is computed.
+    extra_row_bytes : int
+        Bytes per row that the consumer produces or holds besides the row
+        itself (a neighbour query's k indices and distances, say). Counted in
+        the chunk size, so a block's output, not only its input, stays within
+        ``chunk_bytes``.
+    keep_column_chunks : bool
+        Keep the column chunks of column-chunked input whatever the row width
+        (for consumers that work block by block along both axes).
+
+    Returns
+    -------
+    dask.array.Array
+        Two-dimensional, floating (integers become float64, float32 stays
+        float32), chunked by rows.
+    """
+    chunk_bytes = chunk_budget(chunk_bytes)
+    base = None
+    if isinstance(X, (str, Path)):
+        X = _open_path(str(X), dataset=dataset, storage_options=storage_options)
+    try:
+        import zarr
+
+        is_zarr = isinstance(X, zarr.Array)
+    except ImportError:  # pragma: no cover
+        is_zarr = False
+    if isinstance(X, da.Array):
+        arr = X
+        base = None
+    elif is_zarr:
+        base = X.chunks[0] if X.ndim >= 1 else None
+        arr = da.from_zarr(X, chunks=X.chunks)
+    elif hasattr(X, "shape") and hasattr(X, "dtype") and not isinstance(X, np.ndarray) and type(X).__module__.startswith("h5py"):
+        base = X.chunks[0] if X.chunks else None
+        arr = da.from_array(X, chunks=X.chunks or "auto", lock=True)
+    else:
+        if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
+            raise TypeError(
+                f"{name} is a scipy.sparse matrix; this method needs dense input. "
+                f"Densify row blocks (dask.array.map_blocks(lambda b: b.toarray())) first."
+            )
+        if not isinstance(X, np.ndarray):
+            try:
+                X = np.asarray(X)
+            except Exception as exc:
+                raise TypeError(f"{name} could not be read as an array: {exc}") from exc
+        if X.ndim == 2 and X.shape[0] >= 1 and X.shape[1] >= 1 and X.dtype.kind in "biuf":
+            itemsize = _float_dtype(X.dtype, name).itemsize
+            arr = from_numpy(X, _row_chunks(X.shape[0], X.shape[1] * itemsize + extra_row_bytes, chunk_bytes, None))
+        else:  # invalid input: let the checks below name the problem
+            arr = da.from_array(X, chunks=X.shape or 1, name=False)
+
+    if arr.ndim != 2:
+        hint = " Reshape a single feature with X.reshape(-1, 1) or a single sample with X.reshape(1, -1)." if arr.ndim == 1 else ""
+        raise ValueError(f"{name} must be 2-D (samples x features); got {arr.ndim}-D with shape {arr.shape}.{hint}")
+    n, p = arr.shape
+    if any(np.isnan(s) for s in arr.shape):
+        raise ValueError(f"{name} has unknown chunk sizes; call X.compute_chunk_sizes() first.")
+    if p < 1:
+        raise ValueError(f"{name} has 0 columns (shape {arr.shape}); at least one feature is needed.")
+    if n < min_rows:
+        raise ValueError(f"{name} has {n} row(s) (shape {arr.shape}); at least {min_rows} are needed.")
+    dtype = _float_dtype(arr.dtype, name)
+    if arr.dtype != dtype:
+        arr = arr.astype(dtype)
+
+    row_bytes = p * dtype.itemsize
+    if row_bytes <= MAX_FULL_ROW_BYTES and not keep_column_chunks:
+        col_chunks: Any = (p,)
+    else:
+        col_chunks = arr.chunks[1]
+        row_bytes = max(col_chunks) * dtype.itemsize
+    row_bytes += extra_row_bytes
+    if base is None and len(arr.chunks[0]) > 1 and arr.chunks[1] == (p,):
+        # A dask array already chunked sensibly by rows is kept as it is.
+        sizes = np.asarray(arr.chunks[0]) * row_bytes
+        if sizes.max() <= 4 * chunk_bytes and np.median(sizes) >= chunk_bytes / 16:
+            row_chunks = arr.chunks[0]
+        else:
+            row_chunks = _row_chunks(n, row_bytes, chunk_bytes, None)
+    else:
+        row_chunks = _row_chunks(n, row_bytes, chunk_bytes, base)
+    if (row_chunks, tuple(col_chunks)) != arr.chunks:
+        arr = arr.rechunk((row_chunks, col_chunks))
+    return with_finite_check(arr) if check_finite else arr
+
+
+def with_finite_check(arr: da.Array) -> da.Array:
+    """Add the lazy NaN/Inf check to every block of ``arr`` (fused into the next pass)."""
+    return arr.map_blocks(_finite_block, dtype=arr.dtype, name=f"bigdr-check-finite-{arr.name}")
+
+
+def _finite_block(block: np.ndarray, block_info: Any = None) -> np.ndarray:
+    first_row = block_info[0]["array-location"][0][0] if block_info else 0
+    return check_block_finite(block, first_row)

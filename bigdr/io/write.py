@@ -1,0 +1,251 @@
+"""Writing: atomic, resumable zarr stores.
+
+A store is written under a hidden name beside its destination and renamed
+into place when complete, so a reader never sees a half-written store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from .._version import __version__
+
+def json_safe(obj: Any) -> Any:
+    return json.loads(json.dumps(obj, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
+
+
+def temporary_sibling(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:12]}")
+
+
+def publish(tmp: Path, final: Path, overwrite: bool) -> None:
+    """Move a complete store from ``tmp`` to ``final`` by renames only."""
+    if final.exists():
+        if not overwrite:
+            raise FileExistsError(f"{final} already exists; pass overwrite=True (command line: --overwrite) to replace it.")
+        trash = temporary_sibling(final)
+        os.rename(final, trash)
+        os.rename(tmp, final)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        os.rename(tmp, final)
+
+
+def check_writable(path: str | os.PathLike, overwrite: bool = False) -> Path:
+    """Fail early, before any work, if ``path`` cannot be written."""
+    if "://" in str(path):
+        raise ValueError(
+            f"Writing to URLs ({path!r}) is not supported: atomic publication needs a "
+            f"local or mounted file system. Write locally and copy the finished store."
+        )
+    final = Path(path)
+    if final.exists() and not overwrite:
+        raise FileExistsError(f"{final} already exists; pass overwrite=True (command line: --overwrite) to replace it.")
+    if not final.parent.exists():
+        raise FileNotFoundError(f"Directory {final.parent} does not exist; create it first.")
+    return final
+
+
+#: Inside a partial store: one empty file per row block written (its first row).
+DONE_DIR = ".bigdr-done"
+#: Errors after which a partial store is worth keeping for ``resume``: the
+#: run was interrupted (Ctrl-C, lost workers or scheduler, I/O), not wrong.
+_KEEP_PARTIAL_ON = (KeyboardInterrupt, OSError, TimeoutError)
+
+
+def partial_path(path: str | os.PathLike) -> Path:
+    """Where an interrupted :func:`write_zarr` of ``path`` leaves its partial store."""
+    final = Path(path)
+    return final.with_name(f".{final.name}.partial")
+
+
+def _fingerprint(attrs: dict, items: dict) -> str:
+    import hashlib
+
+    desc = {k: [list(a.shape), str(a.dtype), [list(c) for c in a.chunks]] for k, a in items.items()}
+    return hashlib.sha256(json.dumps([attrs, desc], sort_keys=True, default=str).encode()).hexdigest()
+
+
+def write_zarr(
+    arrays: da.Array | np.ndarray | dict[str, da.Array | np.ndarray],
+    path: str | os.PathLike,
+    *,
+    attrs: dict | None = None,
+    overwrite: bool = False,
+    chunk_rows: int | None = None,
+    resume: bool = False,
+) -> Path:
+    """Write one array, or a group of named arrays, to a zarr (v3) store atomically and resumably.
+
+    The store is written under the hidden name ``.<name>.partial`` beside
+    ``path`` and renamed into place only when every chunk is written, so a
+    reader never sees a half-written store under ``path``.
+
+    Each row block, once written, leaves a marker in the partial store. If
+    the run is interrupted (Ctrl-C, lost workers or scheduler, a killed
+    process), the partial store stays; ``resume=True`` then reopens it,
+    checks that it belongs to the same output (attributes, shapes, dtypes
+    and chunks, by a fingerprint), computes and writes only the row blocks
+    without a marker, and publishes a store identical to an uninterrupted
+    run's. Without ``resume`` a stale partial store is discarded. A
+    ``ValueError`` or ``TypeError`` during the write (bad data) removes the
+    partial store: resuming would not help.
+
+    Parameters
+    ----------
+    arrays : array or dict of name -> array
+        A single array makes an array store; a dict makes a group (the first
+        entry is the main array; :func:`as_array` reads ``"X"`` by default).
+    path : str or Path
+        Local destination directory.
+    attrs : dict, optional
+        JSON-serialisable attributes; ``bigdr_version`` is added. For a group
+        they go on the group and on every array.
+    overwrite : bool
+        Replace an existing store (also atomically).
+    chunk_rows : int, optional
+        Rows per stored chunk; default: the dask chunking.
+    resume : bool
+        Continue an interrupted write of the same output.
+
+    Returns
+    -------
+    pathlib.Path
+        The final path.
+    """
+    import zarr
+
+    from .._compute import compute as _compute
+
+    final = check_writable(path, overwrite)
+    attrs = json_safe({**(attrs or {}), "bigdr_version": __version__})
+    tmp = partial_path(final)
+    single = not isinstance(arrays, dict)
+    items = {"": arrays} if single else dict(arrays)
+    prepared = {}
+    for key, arr in items.items():
+        arr = arr if isinstance(arr, da.Array) else da.from_array(np.asarray(arr))
+        if chunk_rows is not None and arr.ndim >= 1:
+            arr = arr.rechunk({0: min(chunk_rows, max(arr.shape[0], 1))})
+        # zarr chunks must be regular: use the first dask chunk along each axis.
+        chunks = tuple(max(c[0], 1) for c in arr.chunks) if arr.ndim else ()
+        if arr.ndim and any(len(set(c[:-1])) > 1 or (len(c) > 1 and c[-1] > c[0]) for c in arr.chunks):
+            arr = arr.rechunk(chunks)
+        prepared[key] = arr
+    fingerprint = _fingerprint(attrs, prepared)
+    done: set[int] = set()
+    if tmp.exists():
+        if resume and _partial_fingerprint(tmp) == fingerprint:
+            done = {int(f.name) for f in (tmp / DONE_DIR).iterdir() if f.name.isdigit()}
+        elif resume:
+            raise ValueError(
+                f"The partial store {tmp} was written by a different run (its parameters, input or shapes "
+                f"differ), so it cannot be resumed. Remove it, or run without --resume to start again.")
+        else:
+            shutil.rmtree(tmp)
+    try:
+        if not done:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if single:
+                (arr,) = prepared.values()
+                zarr.create_array(str(tmp), shape=arr.shape, chunks=tuple(max(c[0], 1) for c in arr.chunks) or (),
+                                  dtype=arr.dtype, attributes=attrs)
+            else:
+                root = zarr.open_group(str(tmp), mode="w", attributes=attrs)
+                for key, arr in prepared.items():
+                    root.create_array(key, shape=arr.shape, chunks=tuple(max(c[0], 1) for c in arr.chunks),
+                                      dtype=arr.dtype, attributes=attrs)
+            (tmp / DONE_DIR).mkdir()
+            (tmp / DONE_DIR / "fingerprint").write_text(fingerprint)
+        node = zarr.open(str(tmp), mode="r+")
+        targets = [node] if single else [node[key] for key in prepared]
+        _compute(_store_together(list(prepared.values()), targets, tmp / DONE_DIR, done))
+        shutil.rmtree(tmp / DONE_DIR)
+        publish(tmp, final, overwrite)
+    except _KEEP_PARTIAL_ON:
+        raise
+    except BaseException as exc:
+        if not _interrupted(exc):
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def _partial_fingerprint(tmp: Path) -> str | None:
+    try:
+        return (tmp / DONE_DIR / "fingerprint").read_text()
+    except OSError:
+        return None
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` means the run was cut short (lost workers, cancelled), not bad data."""
+    if isinstance(exc, (ValueError, TypeError)):
+        return False
+    name = type(exc).__name__
+    return name in ("KilledWorker", "CancelledError", "CommClosedError", "FutureCancelledError") or isinstance(
+        exc, _KEEP_PARTIAL_ON)
+
+
+def _write_row_block(start: np.ndarray, *blocks: np.ndarray, targets: list, done_dir: Path | None) -> np.ndarray:
+    first = int(start[0])
+    for block, target in zip(blocks, targets):
+        target[first : first + len(block)] = block
+    if done_dir is not None:
+        (Path(done_dir) / str(first)).touch()
+    return np.zeros(1)
+
+
+def _store_together(sources: list[da.Array], targets: list, done_dir: Path | None = None,
+                    done: set[int] | None = None):
+    """A graph writing ``sources`` into ``targets``; returns something to compute.
+
+    When every source has the same row chunks and one chunk along the other
+    axes, a single task per row block writes that block of every source. Outputs
+    that share an upstream result (a neighbour query's indices and distances)
+    then release it as soon as it is written; as separate store tasks dask held
+    such results for many blocks (peak memory grew with n: 558 MiB at 1M rows,
+    940 MiB at 10M, measured). Each written block leaves a marker in
+    ``done_dir``; blocks whose first row is in ``done`` are left out of the
+    graph, with everything only they need (resuming computes only the rest).
+    """
+    rows = sources[0].chunks[0] if sources and sources[0].ndim else None
+    aligned = rows is not None and all(
+        s.ndim >= 1 and s.chunks[0] == rows and all(len(c) == 1 for c in s.chunks[1:]) for s in sources
+    )
+    if not aligned:
+        return da.store(sources, targets, lock=False, compute=False)
+    letters = "jklmnopqrstuvwxyz"
+    first_rows = np.cumsum((0,) + rows[:-1])
+    starts = da.from_array(first_rows, chunks=1)
+    # Distinct letters per source: their other axes need not agree in size.
+    args = [starts, "i"]
+    pos = 0
+    for s in sources:
+        index = "i" + letters[pos : pos + s.ndim - 1]
+        pos += s.ndim - 1
+        args += [s, index]
+    written = da.blockwise(_write_row_block, "i", *args, targets=targets, done_dir=done_dir, concatenate=True,
+                           align_arrays=False, adjust_chunks={"i": 1}, dtype=float, meta=np.empty((0,)))
+    missing = [b for b, r in enumerate(first_rows) if int(r) not in (done or set())]
+    if len(missing) < len(first_rows):
+        if not missing:
+            return da.zeros(1)
+        written = da.concatenate([written.blocks[b] for b in missing])
+    return written.sum()
+
+
+def read_attrs(path: str | os.PathLike) -> dict:
+    """Attributes of a zarr array or group (for ``bigdr info``)."""
+    import zarr
+
+    node = zarr.open(str(path), mode="r")
+    return dict(node.attrs)
