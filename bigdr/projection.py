@@ -148,6 +148,11 @@ class _RandomProjection(BigdrEstimator):
     _abstract = True
     _preserves_dtype = ("float64", "float32")
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # scipy.sparse input stays sparse
+        return tags
+
     def _density(self, p: int) -> float | None:
         return None
 

@@ -229,6 +229,12 @@ def as_array(
                 X = np.asarray(X)
             except Exception as exc:
                 raise TypeError(f"{name} could not be read as an array: {exc}") from exc
+        if X.dtype == object:  # numbers stored as Python objects (pandas, lists of mixed types)
+            try:
+                X = X.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"{name} has entries that are not numbers ({exc}); convert it to a numeric "
+                                f"array first.") from exc
         if X.ndim == 2 and X.shape[0] >= 1 and X.shape[1] >= 1 and X.dtype.kind in "biuf":
             itemsize = _float_dtype(X.dtype, name).itemsize
             arr = from_numpy(X, _row_chunks(X.shape[0], X.shape[1] * itemsize + extra_row_bytes, chunk_bytes, None))
@@ -236,15 +242,19 @@ def as_array(
             arr = da.from_array(X, chunks=X.shape or 1, name=False)
 
     if arr.ndim != 2:
-        hint = " Reshape a single feature with X.reshape(-1, 1) or a single sample with X.reshape(1, -1)." if arr.ndim == 1 else ""
+        hint = (" Reshape your data either using X.reshape(-1, 1) if it has a single feature or X.reshape(1, -1) "
+                "if it is a single sample.") if arr.ndim == 1 else ""
         raise ValueError(f"{name} must be 2-D (samples x features); got {arr.ndim}-D with shape {arr.shape}.{hint}")
     n, p = arr.shape
     if any(np.isnan(s) for s in arr.shape):
         raise ValueError(f"{name} has unknown chunk sizes; call X.compute_chunk_sizes() first.")
+    # The wording of scikit-learn's check_array, so tools that parse it keep working.
     if p < 1:
-        raise ValueError(f"{name} has 0 columns (shape {arr.shape}); at least one feature is needed.")
+        raise ValueError(f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required: "
+                         f"{name} needs at least one feature.")
     if n < min_rows:
-        raise ValueError(f"{name} has {n} row(s) (shape {arr.shape}); at least {min_rows} are needed.")
+        raise ValueError(f"Found array with {n} sample(s) (shape={arr.shape}) while a minimum of {min_rows} is "
+                         f"required: {name} needs at least {min_rows} rows.")
     dtype = _float_dtype(arr.dtype, name)
     if arr.dtype != dtype:
         arr = arr.astype(dtype)
