@@ -28,8 +28,13 @@ def machine() -> dict:
     import sklearn
     import zarr
 
-    info = {"python": platform.python_version(), "numpy": numpy.__version__, "dask": dask.__version__,
-            "zarr": zarr.__version__, "scikit-learn": sklearn.__version__}
+    info = {
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "dask": dask.__version__,
+        "zarr": zarr.__version__,
+        "scikit-learn": sklearn.__version__,
+    }
     try:
         import dask_ml
 
@@ -54,8 +59,14 @@ def machine() -> dict:
         blas = sorted({f"{i['internal_api']} {i['version']}" for i in threadpool_info() if i["user_api"] == "blas"})
     except Exception:
         blas = []
-    return {"cpu": cpu, "cpus": os.cpu_count(), "memory_gib": round(mem, 1), "blas": blas,
-            "os": platform.platform(), "versions": info}
+    return {
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "memory_gib": round(mem, 1),
+        "blas": blas,
+        "os": platform.platform(),
+        "versions": info,
+    }
 
 
 class PeakRSS:
@@ -89,8 +100,13 @@ def ru_maxrss_mib() -> float:
 
 def run_child(script: Path, *args: str, env: dict | None = None, timeout: float = 3600) -> dict:
     """Run ``script child ARGS`` in a new process and parse its last JSON line."""
-    proc = subprocess.run([sys.executable, str(script), "child", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, str(script), "child", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"child {args} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -119,9 +135,12 @@ def write_results(name: str, payload: dict, markdown: str) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, default=float) + "\n")
     m = payload["machine"]
-    header = (f"# {name} benchmark\n\nRun {payload['date']} on {m['cpu']}, {m['cpus']} vCPU, "
-              f"{m['memory_gib']} GiB RAM, {', '.join(m['blas'])}; "
-              + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + ".\n\n")
+    header = (
+        f"# {name} benchmark\n\nRun {payload['date']} on {m['cpu']}, {m['cpus']} vCPU, "
+        f"{m['memory_gib']} GiB RAM, {', '.join(m['blas'])}; "
+        + ", ".join(f"{k} {v}" for k, v in m["versions"].items())
+        + ".\n\n"
+    )
     (RESULTS / f"{name}.md").write_text(header + markdown)
 
 
@@ -136,8 +155,7 @@ def run_sections(name: str, runners: dict, selected: list[str]) -> None:
     DATA.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
     previous = json.loads(path.read_text()) if path.exists() else {}
-    payload = {"date": datetime.date.today().isoformat(), "machine": machine(),
-               **{k: previous.get(k) for k in runners}}
+    payload = {"date": datetime.date.today().isoformat(), "machine": machine(), **{k: previous.get(k) for k in runners}}
     sections = dict(previous.get("_markdown", {}))
     for key, fn in runners.items():
         if key in selected or "all" in selected:

@@ -69,7 +69,8 @@ def split_time(records):
     for kind, a, b in records:
         kinds.setdefault(kind, []).append((a, b))
     return _union([(a, b) for _, a, b in records]), {
-        k: {"wall": _union(v), "task": sum(b - a for a, b in v)} for k, v in kinds.items()}
+        k: {"wall": _union(v), "task": sum(b - a for a, b in v)} for k, v in kinds.items()
+    }
 
 
 def _kind(key):
@@ -95,9 +96,13 @@ def child(args):
         import dask
         from distributed import Client, LocalCluster
 
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                          dashboard_address=None) as cluster, Client(cluster) as client, \
-                dask.config.set(scheduler=client.get):
+        with (
+            LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+            ) as cluster,
+            Client(cluster) as client,
+            dask.config.set(scheduler=client.get),
+        ):
             job(method, store)  # untimed first call on the workers too
             from distributed import get_task_stream
 
@@ -105,8 +110,14 @@ def child(args):
                 t0 = time.perf_counter()
                 job(method, store)
                 seconds = time.perf_counter() - t0
-            busy, kinds = split_time([(_kind(t["key"]), st["start"], st["stop"]) for t in ts.data
-                                      for st in t["startstops"] if st["action"] == "compute"])
+            busy, kinds = split_time(
+                [
+                    (_kind(t["key"]), st["start"], st["stop"])
+                    for t in ts.data
+                    for st in t["startstops"]
+                    if st["action"] == "compute"
+                ]
+            )
         return {"seconds": seconds, "busy_seconds": busy, "kinds": kinds}
     if what == "dijkstra":
         from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -114,9 +125,8 @@ def child(args):
         import numpy as np
 
         from bigdr.datasets import make_swiss_roll
-        from bigdr.graph.sparse import to_csr
-        from bigdr.graph.sparse import _dijkstra_group
         from bigdr.graph.knn import knn_graph
+        from bigdr.graph.sparse import _dijkstra_group, to_csr
 
         X = make_swiss_roll(100_000, noise=0.05, seed=0)[0].compute()
         graph = to_csr(knn_graph(X, 10), "union", "distance")
@@ -142,9 +152,18 @@ def child(args):
         store = swiss_roll_store(10_000_000)
         peaks: dict = {}
         stop = threading.Event()
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                          dashboard_address=None, memory_limit="2GiB") as cluster, Client(cluster) as client, \
-                dask.config.set(scheduler=client.get):
+        with (
+            LocalCluster(
+                n_workers=2,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                memory_limit="2GiB",
+            ) as cluster,
+            Client(cluster) as client,
+            dask.config.set(scheduler=client.get),
+        ):
 
             def sample():
                 while not stop.wait(0.5):
@@ -162,8 +181,11 @@ def child(args):
                 seconds = time.perf_counter() - t0
             stop.set()
             thread.join()
-        return {"seconds": seconds, "driver_peak_rss_mib": rss.peak / 2**20,
-                "worker_peak_rss_mib": sorted(v / 2**20 for v in peaks.values())}
+        return {
+            "seconds": seconds,
+            "driver_peak_rss_mib": rss.peak / 2**20,
+            "worker_peak_rss_mib": sorted(v / 2**20 for v in peaks.values()),
+        }
     raise ValueError(what)
 
 
@@ -184,24 +206,35 @@ def run_overhead():
 
 def render_overhead(res):
     med = statistics.median
-    lines = ["## 2-worker local cluster against the threaded scheduler, 1M rows (fit + embedding written to zarr)\n",
-             "| method | threads (2) | cluster (2 processes x 1 thread) | ratio | threads: driver alone | "
-             "cluster: driver alone | cluster: worker utilisation |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "## 2-worker local cluster against the threaded scheduler, 1M rows (fit + embedding written to zarr)\n",
+        "| method | threads (2) | cluster (2 processes x 1 thread) | ratio | threads: driver alone | "
+        "cluster: driver alone | cluster: worker utilisation |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for m in ("pca", "isomap"):
         th_runs, cl_runs = res[f"{m}/threads"], res[f"{m}/cluster"]
         th, cl = med(r["seconds"] for r in th_runs), med(r["seconds"] for r in cl_runs)
-        alone = {w: med(1 - r["busy_seconds"] / r["seconds"] for r in runs)
-                 for w, runs in (("threads", th_runs), ("cluster", cl_runs))}
+        alone = {
+            w: med(1 - r["busy_seconds"] / r["seconds"] for r in runs)
+            for w, runs in (("threads", th_runs), ("cluster", cl_runs))
+        }
         util = med(sum(k["task"] for k in r["kinds"].values()) / (2 * r["seconds"]) for r in cl_runs)
-        lines.append(f"| {m} | {th:.2f} s | {cl:.2f} s | {cl / th:.2f} | {100 * alone['threads']:.0f}% | "
-                     f"{100 * alone['cluster']:.0f}% | {100 * util:.0f}% |")
-    lines.append("\nMedians of 3 interleaved rounds, each in a fresh process; the cluster is started before the "
-                 "timer. 'Driver alone': share of wall time when no task ran (building graphs, in-memory graph and "
-                 "eigenproblems in the driver), which more workers do not shorten. 'Utilisation': task time summed "
-                 "over both workers / (2 x wall).\n")
-    lines += ["### Where the time goes: wall time of each kind of task (median of 3)\n",
-              "| method | task kind | what it does | threads | cluster |", "| --- | --- | --- | --- | --- |"]
+        lines.append(
+            f"| {m} | {th:.2f} s | {cl:.2f} s | {cl / th:.2f} | {100 * alone['threads']:.0f}% | "
+            f"{100 * alone['cluster']:.0f}% | {100 * util:.0f}% |"
+        )
+    lines.append(
+        "\nMedians of 3 interleaved rounds, each in a fresh process; the cluster is started before the "
+        "timer. 'Driver alone': share of wall time when no task ran (building graphs, in-memory graph and "
+        "eigenproblems in the driver), which more workers do not shorten. 'Utilisation': task time summed "
+        "over both workers / (2 x wall).\n"
+    )
+    lines += [
+        "### Where the time goes: wall time of each kind of task (median of 3)\n",
+        "| method | task kind | what it does | threads | cluster |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for m in ("pca", "isomap"):
         th_runs, cl_runs = res[f"{m}/threads"], res[f"{m}/cluster"]
         walls = {}
@@ -210,13 +243,16 @@ def render_overhead(res):
                 walls.setdefault(k, {})[w] = med(r["kinds"].get(k, {"wall": 0.0})["wall"] for r in runs)
         top = sorted(walls.items(), key=lambda kv: -max(kv[1].values()))[:4]
         for k, v in top:
-            lines.append(f"| {m} | `{k[:48]}` | {WHAT.get(k, '')} | {v.get('threads', 0):.2f} s | "
-                         f"{v.get('cluster', 0):.2f} s |")
+            lines.append(
+                f"| {m} | `{k[:48]}` | {WHAT.get(k, '')} | {v.get('threads', 0):.2f} s | {v.get('cluster', 0):.2f} s |"
+            )
         for w, runs in (("threads", th_runs), ("cluster", cl_runs)):
             walls.setdefault("(driver alone)", {})[w] = med(r["seconds"] - r["busy_seconds"] for r in runs)
         v = walls["(driver alone)"]
-        lines.append(f"| {m} | (driver alone) | serial: graph, CSR, components, eigenproblems, scheduling | "
-                     f"{v['threads']:.2f} s | {v['cluster']:.2f} s |")
+        lines.append(
+            f"| {m} | (driver alone) | serial: graph, CSR, components, eigenproblems, scheduling | "
+            f"{v['threads']:.2f} s | {v['cluster']:.2f} s |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -236,21 +272,27 @@ WHAT = {
 def run_dijkstra():
     r = run_child(SCRIPT, "dijkstra")
     med = {k: statistics.median(v) for k, v in r.items()}
-    lines = ["## scipy Dijkstra on threads and on processes (64 sources in 8 groups, 100k-row graph)\n",
-             "| one after another | 2 threads | 2 processes (graph sent with each task) |", "| --- | --- | --- |",
-             f"| {med['sequential']:.2f} s | {med['threads']:.2f} s | {med['processes']:.2f} s |",
-             "\nMedians of 3. scipy's Dijkstra holds the GIL, so threads run it one at a time; worker processes "
-             "run it in parallel."]
+    lines = [
+        "## scipy Dijkstra on threads and on processes (64 sources in 8 groups, 100k-row graph)\n",
+        "| one after another | 2 threads | 2 processes (graph sent with each task) |",
+        "| --- | --- | --- |",
+        f"| {med['sequential']:.2f} s | {med['threads']:.2f} s | {med['processes']:.2f} s |",
+        "\nMedians of 3. scipy's Dijkstra holds the GIL, so threads run it one at a time; worker processes "
+        "run it in parallel.",
+    ]
     return r, "\n".join(lines) + "\n"
 
 
 def run_memory():
     r = run_child(SCRIPT, "memory", timeout=7200)
     print(r, flush=True)
-    lines = ["## 10M-row Isomap on workers limited to 2 GiB (2 workers x 1 thread, zarr store on disk)\n",
-             "| rows | wall time | worker peak RSS (MiB, each) | driver peak RSS (MiB) |", "| --- | --- | --- | --- |",
-             f"| 10,000,000 | {r['seconds']:.1f} s | {', '.join(f'{v:.0f}' for v in r['worker_peak_rss_mib'])} | "
-             f"{r['driver_peak_rss_mib']:.0f} |"]
+    lines = [
+        "## 10M-row Isomap on workers limited to 2 GiB (2 workers x 1 thread, zarr store on disk)\n",
+        "| rows | wall time | worker peak RSS (MiB, each) | driver peak RSS (MiB) |",
+        "| --- | --- | --- | --- |",
+        f"| 10,000,000 | {r['seconds']:.1f} s | {', '.join(f'{v:.0f}' for v in r['worker_peak_rss_mib'])} | "
+        f"{r['driver_peak_rss_mib']:.0f} |",
+    ]
     return r, "\n".join(lines) + "\n"
 
 

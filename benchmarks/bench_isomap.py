@@ -82,8 +82,13 @@ def child(args):
             seconds = time.perf_counter() - t0
         out = DATA / f"isomap20k-{method}.npy"
         np.save(out, Y)
-        return {"seconds": seconds, "peak_rss_mib": rss.peak / 2**20, "mode": mode, "spearman": spearman(Y, t),
-                "embedding": str(out)}
+        return {
+            "seconds": seconds,
+            "peak_rss_mib": rss.peak / 2**20,
+            "mode": mode,
+            "spearman": spearman(Y, t),
+            "embedding": str(out),
+        }
     if what == "scale":
         import dask.array as da
 
@@ -104,11 +109,19 @@ def child(args):
         Yn = np.asarray(da.from_zarr(open_zarr(str(out))).compute())
         t = da.from_zarr(open_zarr(store, dataset="coords"))[:, 0].compute()
         shutil.rmtree(out.parent)
-        return {"seconds": total, "fit_seconds": fit_s, "embed_write_seconds": total - fit_s,
-                "peak_rss_mib": rss.peak / 2**20, "ru_maxrss_mib": job_maxrss, "mode": model.mode_,
-                "neighbor_method": model._ext.index.method_, "spearman": spearman(Yn, t),
-                "residual_variance": model.residual_variance_.tolist(), "n_landmarks": len(model.landmark_indices_),
-                "n_reference": len(model.reference_rows_)}
+        return {
+            "seconds": total,
+            "fit_seconds": fit_s,
+            "embed_write_seconds": total - fit_s,
+            "peak_rss_mib": rss.peak / 2**20,
+            "ru_maxrss_mib": job_maxrss,
+            "mode": model.mode_,
+            "neighbor_method": model._ext.index.method_,
+            "spearman": spearman(Yn, t),
+            "residual_variance": model.residual_variance_.tolist(),
+            "n_landmarks": len(model.landmark_indices_),
+            "n_reference": len(model.reference_rows_),
+        }
     raise ValueError(what)
 
 
@@ -124,18 +137,24 @@ def run_compare():
             runs[m].append(r)
             print(m, r, flush=True)
     res = {"sklearn": sk, **runs}
-    lines = ["## 20k-point swiss roll (noise 0.05, k = 10): bigdr against scikit-learn's Isomap\n",
-             "| method | mode | time (median) | speed-up over scikit-learn | peak RSS (MiB) | Procrustes disparity to scikit-learn | Spearman, axis vs roll coordinate |",
-             "| --- | --- | --- | --- | --- | --- | --- |",
-             f"| scikit-learn Isomap | {sk['mode']} | {sk['seconds']:.1f} s | 1x | {sk['peak_rss_mib']:.0f} | 0 | {sk['spearman']:.5f} |"]
+    lines = [
+        "## 20k-point swiss roll (noise 0.05, k = 10): bigdr against scikit-learn's Isomap\n",
+        "| method | mode | time (median) | speed-up over scikit-learn | peak RSS (MiB) | Procrustes disparity to scikit-learn | Spearman, axis vs roll coordinate |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        f"| scikit-learn Isomap | {sk['mode']} | {sk['seconds']:.1f} s | 1x | {sk['peak_rss_mib']:.0f} | 0 | {sk['spearman']:.5f} |",
+    ]
     for m in methods:
         sec = statistics.median(r["seconds"] for r in runs[m])
         r0 = runs[m][0]
-        lines.append(f"| {m} | {r0['mode']} | {sec:.2f} s | {sk['seconds'] / sec:.0f}x | "
-                     f"{statistics.median(r['peak_rss_mib'] for r in runs[m]):.0f} | "
-                     f"{statistics.median(r['disparity_to_sklearn'] for r in runs[m]):.2e} | {r0['spearman']:.5f} |")
-    lines.append(f"\nscikit-learn ran once (it takes minutes); bigdr {ROUNDS} rounds, medians. Each run in a fresh "
-                 "process after an untimed call on 500 rows.")
+        lines.append(
+            f"| {m} | {r0['mode']} | {sec:.2f} s | {sk['seconds'] / sec:.0f}x | "
+            f"{statistics.median(r['peak_rss_mib'] for r in runs[m]):.0f} | "
+            f"{statistics.median(r['disparity_to_sklearn'] for r in runs[m]):.2e} | {r0['spearman']:.5f} |"
+        )
+    lines.append(
+        f"\nscikit-learn ran once (it takes minutes); bigdr {ROUNDS} rounds, medians. Each run in a fresh "
+        "process after an untimed call on 500 rows."
+    )
     return res, "\n".join(lines) + "\n"
 
 
@@ -148,30 +167,57 @@ def run_accuracy():
     for m in (16, 32, 64, 128, 256, 512, 1024):
         t0 = time.perf_counter()
         Y = bigdr.Isomap(n_neighbors=K, landmarks=m).fit_transform(X)
-        rows.append({"mode": "landmark", "landmarks": m, "graph_rows": 5000, "seconds": time.perf_counter() - t0,
-                     "disparity": disparity(exact, Y), "spearman": spearman(Y, t)})
+        rows.append(
+            {
+                "mode": "landmark",
+                "landmarks": m,
+                "graph_rows": 5000,
+                "seconds": time.perf_counter() - t0,
+                "disparity": disparity(exact, Y),
+                "spearman": spearman(Y, t),
+            }
+        )
         print(rows[-1], flush=True)
     for size in (500, 1000, 2500):
         t0 = time.perf_counter()
         Y = bigdr.Isomap(n_neighbors=K, landmarks=128, graph_sample=size).fit_transform(X)
-        rows.append({"mode": "sampled", "landmarks": 128, "graph_rows": size, "seconds": time.perf_counter() - t0,
-                     "disparity": disparity(exact, Y), "spearman": spearman(Y, t)})
+        rows.append(
+            {
+                "mode": "sampled",
+                "landmarks": 128,
+                "graph_rows": size,
+                "seconds": time.perf_counter() - t0,
+                "disparity": disparity(exact, Y),
+                "spearman": spearman(Y, t),
+            }
+        )
         print(rows[-1], flush=True)
     big = run_child(SCRIPT, "compare1m")
-    lines = ["## Accuracy of the modes\n", "5k-point swiss roll (noise 0.05, k = 10) against exact Isomap "
-             "(every row a landmark; equal to scikit-learn to 1e-16):\n",
-             "| mode | landmarks | rows in the graph | time | Procrustes disparity to exact | Spearman |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "## Accuracy of the modes\n",
+        "5k-point swiss roll (noise 0.05, k = 10) against exact Isomap "
+        "(every row a landmark; equal to scikit-learn to 1e-16):\n",
+        "| mode | landmarks | rows in the graph | time | Procrustes disparity to exact | Spearman |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for r in rows:
-        lines.append(f"| {r['mode']} | {r['landmarks']} | {r['graph_rows']} | {r['seconds']:.2f} s | "
-                     f"{r['disparity']:.2e} | {r['spearman']:.5f} |")
-    lines += ["", "1M-row swiss roll: the default sampled graph (100k rows, 256 landmarks) against landmark mode "
-              "on the graph of all 1M rows (64 landmarks: Dijkstra over 1M nodes costs 0.43 s per landmark):", "",
-              "| mode | time | peak RSS (MiB) | Spearman | Procrustes disparity between the two |", "| --- | --- | --- | --- | --- |"]
+        lines.append(
+            f"| {r['mode']} | {r['landmarks']} | {r['graph_rows']} | {r['seconds']:.2f} s | "
+            f"{r['disparity']:.2e} | {r['spearman']:.5f} |"
+        )
+    lines += [
+        "",
+        "1M-row swiss roll: the default sampled graph (100k rows, 256 landmarks) against landmark mode "
+        "on the graph of all 1M rows (64 landmarks: Dijkstra over 1M nodes costs 0.43 s per landmark):",
+        "",
+        "| mode | time | peak RSS (MiB) | Spearman | Procrustes disparity between the two |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for key in ("sampled", "landmark"):
         r = big[key]
-        lines.append(f"| {key} | {r['seconds']:.1f} s | {r['peak_rss_mib']:.0f} | {r['spearman']:.5f} | "
-                     f"{big['disparity']:.2e} |")
+        lines.append(
+            f"| {key} | {r['seconds']:.1f} s | {r['peak_rss_mib']:.0f} | {r['spearman']:.5f} | {big['disparity']:.2e} |"
+        )
     return {"5k": rows, "1M": big}, "\n".join(lines) + "\n"
 
 
@@ -185,18 +231,23 @@ def child_compare1m():
         with PeakRSS() as rss:
             t0 = time.perf_counter()
             emb[key] = bigdr.Isomap(n_neighbors=K, **kw).fit_transform(X)
-            out[key] = {"seconds": time.perf_counter() - t0, "peak_rss_mib": rss.peak / 2**20,
-                        "spearman": spearman(emb[key], t)}
+            out[key] = {
+                "seconds": time.perf_counter() - t0,
+                "peak_rss_mib": rss.peak / 2**20,
+                "spearman": spearman(emb[key], t),
+            }
     out["disparity"] = disparity(emb["landmark"], emb["sampled"])
     return out
 
 
 def run_scale():
     res = {}
-    lines = ["## 1M, 10M and 20M-row swiss rolls from zarr stores on disk (float64, noise 0.05, k = 10), defaults\n",
-             "Fit, then the embedding of every row written to a zarr store; one fresh process per size.\n",
-             "| rows | mode | graph rows / landmarks | neighbour search | fit | embed + write | total | numba compile | peak RSS (MiB) | Spearman | residual variance (1, 2 dims) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "## 1M, 10M and 20M-row swiss rolls from zarr stores on disk (float64, noise 0.05, k = 10), defaults\n",
+        "Fit, then the embedding of every row written to a zarr store; one fresh process per size.\n",
+        "| rows | mode | graph rows / landmarks | neighbour search | fit | embed + write | total | numba compile | peak RSS (MiB) | Spearman | residual variance (1, 2 dims) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     # 20M: the peak is bounded by the chunk size (128 MiB input chunks, about
     # 5M rows here), so it stops growing once chunks reach that cap.
     for n in (1_000_000, 10_000_000, 20_000_000):
@@ -206,9 +257,11 @@ def run_scale():
         print(n, r, flush=True)
         numba = "none (kd-tree, no numba)" if r["neighbor_method"] == "kdtree" else "see neighbors.md"
         rv = ", ".join(f"{v:.2e}" for v in r["residual_variance"])
-        lines.append(f"| {n:,} | {r['mode']} | {r['n_reference']:,} / {r['n_landmarks']} | {r['neighbor_method']} | "
-                     f"{r['fit_seconds']:.1f} s | {r['embed_write_seconds']:.1f} s | {r['seconds']:.1f} s | {numba} | "
-                     f"{r['peak_rss_mib']:.0f} | {r['spearman']:.5f} | {rv} |")
+        lines.append(
+            f"| {n:,} | {r['mode']} | {r['n_reference']:,} / {r['n_landmarks']} | {r['neighbor_method']} | "
+            f"{r['fit_seconds']:.1f} s | {r['embed_write_seconds']:.1f} s | {r['seconds']:.1f} s | {numba} | "
+            f"{r['peak_rss_mib']:.0f} | {r['spearman']:.5f} | {rv} |"
+        )
     return res, "\n".join(lines) + "\n"
 
 

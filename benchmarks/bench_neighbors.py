@@ -62,7 +62,7 @@ def warm_numba():
 
     t0 = time.perf_counter()
     X = np.random.default_rng(0).standard_normal((2000, 10)).astype(np.float32)
-    NNDescent(X, n_neighbors=K + 1, random_state=0).neighbor_graph
+    _ = NNDescent(X, n_neighbors=K + 1, random_state=0).neighbor_graph
     return time.perf_counter() - t0
 
 
@@ -92,7 +92,6 @@ def all_rows(method, X):
     return ind, time.perf_counter() - t0, label
 
 
-
 def exact_sample(X, rows):
     from sklearn.neighbors import NearestNeighbors
 
@@ -112,7 +111,9 @@ def child(args):
         X = DATASETS[dataset]()
         from bigdr.graph.neighbors import choose_method
 
-        uses_numba = "nndescent" in method or (method == "bigdr-auto" and choose_method(*X.shape, "euclidean") == "nndescent")
+        uses_numba = "nndescent" in method or (
+            method == "bigdr-auto" and choose_method(*X.shape, "euclidean") == "nndescent"
+        )
         compile_s = warm_numba() if uses_numba else None
         rows = np.random.default_rng(1).choice(len(X), N_RECALL, replace=False)
         ref_file = DATA / f"exact-{dataset}.npy"
@@ -122,8 +123,13 @@ def child(args):
         all_rows(method, X[:5000])  # untimed: first-call imports and thread pools
         with PeakRSS() as rss:
             ind, seconds, label = all_rows(method, X)
-        return {"seconds": seconds, "numba_compile_seconds": compile_s, "peak_rss_mib": rss.peak / 2**20,
-                "recall": recall(ind[rows], exact), "method_used": label}
+        return {
+            "seconds": seconds,
+            "numba_compile_seconds": compile_s,
+            "peak_rss_mib": rss.peak / 2**20,
+            "recall": recall(ind[rows], exact),
+            "method_used": label,
+        }
     if what == "sweep":
         dim, method = int(args[1]), args[2]
         X = manifold(50_000, dim, min(5, dim), seed=dim)
@@ -159,8 +165,13 @@ def child(args):
             bigdr.write_zarr({"indices": ind, "distances": dist}, out)
             total = time.perf_counter() - t0
         shutil.rmtree(out.parent)
-        return {"seconds": total, "peak_rss_mib": rss.peak / 2**20, "ru_maxrss_mib": ru_maxrss_mib(),
-                "method": index.method_, "chunk_rows": int(ind.chunks[0][0])}
+        return {
+            "seconds": total,
+            "peak_rss_mib": rss.peak / 2**20,
+            "ru_maxrss_mib": ru_maxrss_mib(),
+            "method": index.method_,
+            "chunk_rows": int(ind.chunks[0][0]),
+        }
     if what == "warmup":
         t = warm_numba()
         return {"seconds": t}
@@ -174,17 +185,25 @@ GRAPH_METHODS = {
 
 
 def render_graph(res):
-    lines = ["## All-rows kNN graph, k = 15\n",
-             "| data | method | chosen | time | numba compile (paid once per process, before the timed run) | peak RSS (MiB) | recall@15 (10k rows) |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "## All-rows kNN graph, k = 15\n",
+        "| data | method | chosen | time | numba compile (paid once per process, before the timed run) | peak RSS (MiB) | recall@15 (10k rows) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for key, r in res.items():
         dataset, m = key.split("/")
         compile_s = r["numba_compile_seconds"]
-        shown = "none (no numba)" if compile_s is None or r["method_used"] not in ("nndescent",) else f"{compile_s:.1f} s"
-        lines.append(f"| {dataset} | {m} | {r['method_used']} | {r['seconds']:.1f} s | {shown} | "
-                     f"{r['peak_rss_mib']:.0f} | {r['recall']:.4f} |")
-    lines.append("\nTimes exclude an untimed first call on 5000 rows (imports, thread pools) and numba compilation; "
-                 "one run each.")
+        shown = (
+            "none (no numba)" if compile_s is None or r["method_used"] not in ("nndescent",) else f"{compile_s:.1f} s"
+        )
+        lines.append(
+            f"| {dataset} | {m} | {r['method_used']} | {r['seconds']:.1f} s | {shown} | "
+            f"{r['peak_rss_mib']:.0f} | {r['recall']:.4f} |"
+        )
+    lines.append(
+        "\nTimes exclude an untimed first call on 5000 rows (imports, thread pools) and numba compilation; "
+        "one run each."
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -200,8 +219,11 @@ def run_graph():
 
 def run_sweep():
     res = {}
-    lines = ["## kd-tree against NN-descent by dimension (50k rows, 5-D manifold or fewer, k = 15)\n",
-             "| dim | kd-tree time | NN-descent time | NN-descent recall |", "| --- | --- | --- | --- |"]
+    lines = [
+        "## kd-tree against NN-descent by dimension (50k rows, 5-D manifold or fewer, k = 15)\n",
+        "| dim | kd-tree time | NN-descent time | NN-descent recall |",
+        "| --- | --- | --- | --- |",
+    ]
     for dim in (3, 10, 15, 20, 30, 50):
         kd = run_child(SCRIPT, "sweep", str(dim), "bigdr-kdtree")
         nn = run_child(SCRIPT, "sweep", str(dim), "bigdr-nndescent", env={"NUMBA_CACHE_DIR": str(DATA / "numba-cache")})
@@ -213,18 +235,22 @@ def run_sweep():
 
 def run_query():
     res = {}
-    lines = ["## Blockwise query against a 20k-landmark index (k = 10), zarr swiss roll on disk, result written to zarr\n",
-             "Landmark selection and the query run in separate processes, so each peak is its own.\n",
-             "| rows | landmark pass: time | landmark pass: peak RSS (MiB) | query + write: time | query + write: peak RSS (MiB) | index | rows per chunk |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "## Blockwise query against a 20k-landmark index (k = 10), zarr swiss roll on disk, result written to zarr\n",
+        "Landmark selection and the query run in separate processes, so each peak is its own.\n",
+        "| rows | landmark pass: time | landmark pass: peak RSS (MiB) | query + write: time | query + write: peak RSS (MiB) | index | rows per chunk |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for n in (1_000_000, 10_000_000):
         store = swiss_roll_store(n)
         lm = run_child(SCRIPT, "landmarks", str(store))
         q = run_child(SCRIPT, "query", str(store))
         res[n] = {"landmarks": lm, "query": q}
         print(n, res[n], flush=True)
-        lines.append(f"| {n:,} | {lm['seconds']:.1f} s | {lm['peak_rss_mib']:.0f} | {q['seconds']:.1f} s | "
-                     f"{q['peak_rss_mib']:.0f} | {q['method']} | {q['chunk_rows']:,} |")
+        lines.append(
+            f"| {n:,} | {lm['seconds']:.1f} s | {lm['peak_rss_mib']:.0f} | {q['seconds']:.1f} s | "
+            f"{q['peak_rss_mib']:.0f} | {q['method']} | {q['chunk_rows']:,} |"
+        )
     return res, "\n".join(lines) + "\n"
 
 
@@ -235,9 +261,11 @@ def run_warmup():
     warm = [run_child(SCRIPT, "warmup", env=env)["seconds"] for _ in range(2)]
     shutil.rmtree(cache)
     res = {"empty_cache_seconds": cold, "filled_cache_seconds": warm}
-    lines = ["## pynndescent warm-up (first NNDescent on 2000 x 10 in a fresh process)\n",
-             f"- empty NUMBA_CACHE_DIR: {cold[0]:.1f} s",
-             f"- cache filled by the previous run: {statistics.median(warm):.1f} s (median of 2)"]
+    lines = [
+        "## pynndescent warm-up (first NNDescent on 2000 x 10 in a fresh process)\n",
+        f"- empty NUMBA_CACHE_DIR: {cold[0]:.1f} s",
+        f"- cache filled by the previous run: {statistics.median(warm):.1f} s (median of 2)",
+    ]
     return res, "\n".join(lines) + "\n"
 
 

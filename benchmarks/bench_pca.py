@@ -34,10 +34,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import DATA, PeakRSS, drop_page_cache, machine, ru_maxrss_mib, run_child, timed, write_results  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
-MEMORY_METHODS = ["bigdr-covariance", "bigdr-tsqr", "sklearn-pca", "sklearn-incremental", "daskml-tsqr",
-                  "daskml-randomized"]
-ILL_METHODS = ["bigdr-covariance", "bigdr-tsqr", "sklearn-pca-full", "sklearn-pca-auto", "sklearn-incremental",
-               "daskml-tsqr", "daskml-randomized"]
+MEMORY_METHODS = [
+    "bigdr-covariance",
+    "bigdr-tsqr",
+    "sklearn-pca",
+    "sklearn-incremental",
+    "daskml-tsqr",
+    "daskml-randomized",
+]
+ILL_METHODS = [
+    "bigdr-covariance",
+    "bigdr-tsqr",
+    "sklearn-pca-full",
+    "sklearn-pca-auto",
+    "sklearn-incremental",
+    "daskml-tsqr",
+    "daskml-randomized",
+]
 DISK_ROWS = 21_000_000
 DISK_STORE = DATA / f"spiked-{DISK_ROWS // 1_000_000}M-float32.zarr"
 
@@ -102,8 +115,13 @@ def child(args: list[str]) -> dict:
         import scipy.linalg
 
         angle = float(scipy.linalg.subspace_angles(comps.T, ref["components"].T).max())
-        return {"times": times, "seconds": statistics.median(times), "peak_rss_mib": rss.peak / 2**20,
-                "max_angle": angle, "ev_rel_err": float(np.abs(ev / ref["ev"] - 1).max())}
+        return {
+            "times": times,
+            "seconds": statistics.median(times),
+            "peak_rss_mib": rss.peak / 2**20,
+            "max_angle": angle,
+            "ev_rel_err": float(np.abs(ev / ref["ev"] - 1).max()),
+        }
     if case == "illcond":
         X, s, Vt = ill_data()
         try:
@@ -115,14 +133,20 @@ def child(args: list[str]) -> dict:
         rel = np.abs(sv / s - 1)
         cos = np.abs(np.sum(comps * Vt, axis=1)).clip(0, 1)
         sin = np.sqrt(1 - cos**2)
+
         def leading_within(tol):
             return int(np.argmax(rel > tol)) if (rel > tol).any() else len(s)
 
-        return {"leading_components_within_1e-6": leading_within(1e-6), "seconds": seconds, "sv_rel_err": rel.tolist(), "component_sin": sin.tolist(),
-                "smallest_sv_rel_err": float(rel[-1]), "smallest_component_sin": float(sin[-1]),
-                "leading_components_within_1e-3": leading_within(1e-3)}
+        return {
+            "leading_components_within_1e-6": leading_within(1e-6),
+            "seconds": seconds,
+            "sv_rel_err": rel.tolist(),
+            "component_sin": sin.tolist(),
+            "smallest_sv_rel_err": float(rel[-1]),
+            "smallest_component_sin": float(sin[-1]),
+            "leading_components_within_1e-3": leading_within(1e-3),
+        }
     if case in ("disk-read", "disk-fit", "disk-fit-tsqr"):
-
         import bigdr
 
         def read():
@@ -151,25 +175,34 @@ def run_memory(rounds: int) -> tuple[dict, str]:
             print(f"memory round {r} {m}: {runs[m][-1]['seconds']:.2f} s", flush=True)
     summary = {}
     for m, rs in runs.items():
-        summary[m] = {"seconds_median": statistics.median(r["seconds"] for r in rs),
-                      "seconds_all": [t for r in rs for t in r["times"]],
-                      "peak_rss_mib": max(r["peak_rss_mib"] for r in rs),
-                      "max_angle": max(r["max_angle"] for r in rs),
-                      "ev_rel_err": max(r["ev_rel_err"] for r in rs)}
+        summary[m] = {
+            "seconds_median": statistics.median(r["seconds"] for r in rs),
+            "seconds_all": [t for r in rs for t in r["times"]],
+            "peak_rss_mib": max(r["peak_rss_mib"] for r in rs),
+            "max_angle": max(r["max_angle"] for r in rs),
+            "ev_rel_err": max(r["ev_rel_err"] for r in rs),
+        }
     base = summary["bigdr-covariance"]["seconds_median"]
     # Ratios per round (same machine state), then their median.
-    per_round = {m: statistics.median(runs[m][i]["seconds"] / runs["bigdr-covariance"][i]["seconds"]
-                                      for i in range(rounds)) for m in MEMORY_METHODS}
-    lines = ["## 1M x 100 float64 in memory, 10 components\n",
-             "| method | fit time (median) | time / bigdr covariance (median of per-round ratios) | "
-             "peak RSS (MiB, incl. 763 MiB data) | max principal angle vs exact SVD | max rel. error of explained variance |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    per_round = {
+        m: statistics.median(runs[m][i]["seconds"] / runs["bigdr-covariance"][i]["seconds"] for i in range(rounds))
+        for m in MEMORY_METHODS
+    }
+    lines = [
+        "## 1M x 100 float64 in memory, 10 components\n",
+        "| method | fit time (median) | time / bigdr covariance (median of per-round ratios) | "
+        "peak RSS (MiB, incl. 763 MiB data) | max principal angle vs exact SVD | max rel. error of explained variance |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for m in MEMORY_METHODS:
         s = summary[m]
-        lines.append(f"| {m} | {s['seconds_median']:.2f} s | {per_round[m]:.2f}x | {s['peak_rss_mib']:.0f} | "
-                     f"{s['max_angle']:.1e} | {s['ev_rel_err']:.1e} |")
-    lines.append(f"\n{rounds} rounds x 3 fits, each method in a fresh process per round; bigdr covariance "
-                 f"median {base:.2f} s.\n")
+        lines.append(
+            f"| {m} | {s['seconds_median']:.2f} s | {per_round[m]:.2f}x | {s['peak_rss_mib']:.0f} | "
+            f"{s['max_angle']:.1e} | {s['ev_rel_err']:.1e} |"
+        )
+    lines.append(
+        f"\n{rounds} rounds x 3 fits, each method in a fresh process per round; bigdr covariance median {base:.2f} s.\n"
+    )
     return {"runs": runs, "summary": summary, "ratio_to_bigdr_covariance": per_round}, "\n".join(lines)
 
 
@@ -191,8 +224,11 @@ def run_disk(rounds: int, with_tsqr: bool) -> tuple[dict, str]:
             can_drop &= drop_page_cache()
             runs[f"{what}-cold"].append(run_child(SCRIPT, f"disk-{what}", "-"))
             runs[f"{what}-warm"].append(run_child(SCRIPT, f"disk-{what}", "-"))
-            print(f"disk round {r} {what}: cold {runs[f'{what}-cold'][-1]['seconds']:.1f} s, "
-                  f"warm {runs[f'{what}-warm'][-1]['seconds']:.1f} s", flush=True)
+            print(
+                f"disk round {r} {what}: cold {runs[f'{what}-cold'][-1]['seconds']:.1f} s, "
+                f"warm {runs[f'{what}-warm'][-1]['seconds']:.1f} s",
+                flush=True,
+            )
     tsqr = None
     if with_tsqr:
         drop_page_cache()
@@ -200,44 +236,67 @@ def run_disk(rounds: int, with_tsqr: bool) -> tuple[dict, str]:
         tsqr = run_child(SCRIPT, "disk-fit-tsqr", "-")
         print(f"disk tsqr warm: {tsqr['seconds']:.1f} s", flush=True)
     med = {k: statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
-    ratio = {c: statistics.median(runs[f"fit-{c}"][i]["seconds"] / runs[f"read-{c}"][i]["seconds"]
-                                  for i in range(rounds)) for c in ("cold", "warm")}
+    ratio = {
+        c: statistics.median(runs[f"fit-{c}"][i]["seconds"] / runs[f"read-{c}"][i]["seconds"] for i in range(rounds))
+        for c in ("cold", "warm")
+    }
     peak = max(r["peak_rss_mib"] for r in runs["fit-cold"] + runs["fit-warm"])
     maxrss = max(r["ru_maxrss_mib"] for r in runs["fit-cold"] + runs["fit-warm"])
     raw = DISK_ROWS * 100 * 4
-    lines = [f"## {DISK_ROWS:,} x 100 float32 zarr store on disk ({raw / 1e9:.1f} GB of data, "
-             f"{on_disk / 1e9:.2f} GB on disk, zstd), 10 components\n",
-             "| run | read pass (median) | bigdr fit (median) | fit / read (median of per-round ratios) |",
-             "| --- | --- | --- | --- |",
-             f"| cold page cache (dropped before each run) | {med['read-cold']:.1f} s | {med['fit-cold']:.1f} s | {ratio['cold']:.2f} |",
-             f"| warm page cache | {med['read-warm']:.1f} s | {med['fit-warm']:.1f} s | {ratio['warm']:.2f} |",
-             f"\nPeak resident memory of the fit process: {peak:.0f} MiB sampled every 10 ms, "
-             f"{maxrss:.0f} MiB ru_maxrss (whole process lifetime). {rounds} rounds."]
+    lines = [
+        f"## {DISK_ROWS:,} x 100 float32 zarr store on disk ({raw / 1e9:.1f} GB of data, "
+        f"{on_disk / 1e9:.2f} GB on disk, zstd), 10 components\n",
+        "| run | read pass (median) | bigdr fit (median) | fit / read (median of per-round ratios) |",
+        "| --- | --- | --- | --- |",
+        f"| cold page cache (dropped before each run) | {med['read-cold']:.1f} s | {med['fit-cold']:.1f} s | {ratio['cold']:.2f} |",
+        f"| warm page cache | {med['read-warm']:.1f} s | {med['fit-warm']:.1f} s | {ratio['warm']:.2f} |",
+        f"\nPeak resident memory of the fit process: {peak:.0f} MiB sampled every 10 ms, "
+        f"{maxrss:.0f} MiB ru_maxrss (whole process lifetime). {rounds} rounds.",
+    ]
     if not can_drop:
         lines.append("\nThe page cache could not be dropped (not root): 'cold' runs were not cold.")
     if tsqr:
-        lines.append(f"\nbigdr tsqr solver on the same store (warm cache): {tsqr['seconds']:.1f} s, "
-                     f"peak RSS {tsqr['peak_rss_mib']:.0f} MiB.")
+        lines.append(
+            f"\nbigdr tsqr solver on the same store (warm cache): {tsqr['seconds']:.1f} s, "
+            f"peak RSS {tsqr['peak_rss_mib']:.0f} MiB."
+        )
     if gen:
         lines.append(f"\nGenerating the store (`bigdr.datasets.generate`) took {gen:.0f} s.")
-    return ({"store": str(DISK_STORE.name), "rows": DISK_ROWS, "bytes_data": raw, "bytes_on_disk": on_disk,
-             "runs": runs, "median_seconds": med, "fit_over_read": ratio, "fit_peak_rss_mib": peak,
-             "fit_ru_maxrss_mib": maxrss, "page_cache_dropped": can_drop, "tsqr": tsqr, "generate_seconds": gen},
-            "\n".join(lines) + "\n")
+    return (
+        {
+            "store": str(DISK_STORE.name),
+            "rows": DISK_ROWS,
+            "bytes_data": raw,
+            "bytes_on_disk": on_disk,
+            "runs": runs,
+            "median_seconds": med,
+            "fit_over_read": ratio,
+            "fit_peak_rss_mib": peak,
+            "fit_ru_maxrss_mib": maxrss,
+            "page_cache_dropped": can_drop,
+            "tsqr": tsqr,
+            "generate_seconds": gen,
+        },
+        "\n".join(lines) + "\n",
+    )
 
 
 def run_illcond() -> tuple[dict, str]:
     res = {m: run_child(SCRIPT, "illcond", m) for m in ILL_METHODS}
-    lines = ["## Ill-conditioned: 200k x 50, singular values 1 .. 1e-7, mean 5, all 50 components\n",
-             "| method | time | leading components with singular value within 1e-3 | within 1e-6 | rel. error of smallest singular value | sin(angle) of smallest component to truth |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "## Ill-conditioned: 200k x 50, singular values 1 .. 1e-7, mean 5, all 50 components\n",
+        "| method | time | leading components with singular value within 1e-3 | within 1e-6 | rel. error of smallest singular value | sin(angle) of smallest component to truth |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for m, r in res.items():
         if "error" in r:
             lines.append(f"| {m} | fails: {r['error']} | | | | |")
         else:
-            lines.append(f"| {m} | {r['seconds']:.2f} s | {r['leading_components_within_1e-3']} / 50 | "
-                         f"{r['leading_components_within_1e-6']} / 50 | "
-                         f"{r['smallest_sv_rel_err']:.1e} | {r['smallest_component_sin']:.1e} |")
+            lines.append(
+                f"| {m} | {r['seconds']:.2f} s | {r['leading_components_within_1e-3']} / 50 | "
+                f"{r['leading_components_within_1e-6']} / 50 | "
+                f"{r['smallest_sv_rel_err']:.1e} | {r['smallest_component_sin']:.1e} |"
+            )
     return res, "\n".join(lines) + "\n"
 
 
@@ -252,7 +311,11 @@ def main() -> None:
     args = ap.parse_args()
     path = Path(__file__).resolve().parent / "results" / "pca.json"
     previous = json.loads(path.read_text()) if path.exists() else {}
-    payload = {"date": datetime.date.today().isoformat(), "machine": machine(), **{k: previous.get(k) for k in ("memory", "disk", "illcond")}}
+    payload = {
+        "date": datetime.date.today().isoformat(),
+        "machine": machine(),
+        **{k: previous.get(k) for k in ("memory", "disk", "illcond")},
+    }
     sections = dict(previous.get("_markdown", {}))
     if args.case in ("memory", "all"):
         payload["memory"], sections["memory"] = run_memory(args.rounds)
@@ -261,9 +324,13 @@ def main() -> None:
     if args.case in ("illcond", "all"):
         payload["illcond"], sections["illcond"] = run_illcond()
     payload["_markdown"] = sections
-    notes = ("Threads: dask runs use 2 dask threads x 1 BLAS thread; scikit-learn uses 2 BLAS threads. "
-             "IncrementalPCA uses batch_size=20000. dask-ml PCA gets dask arrays with the same 128 MiB row chunks.\n\n")
-    write_results("pca", payload, notes + "\n".join(sections[k] for k in ("memory", "disk", "illcond") if k in sections))
+    notes = (
+        "Threads: dask runs use 2 dask threads x 1 BLAS thread; scikit-learn uses 2 BLAS threads. "
+        "IncrementalPCA uses batch_size=20000. dask-ml PCA gets dask arrays with the same 128 MiB row chunks.\n\n"
+    )
+    write_results(
+        "pca", payload, notes + "\n".join(sections[k] for k in ("memory", "disk", "illcond") if k in sections)
+    )
 
 
 if __name__ == "__main__":

@@ -76,15 +76,20 @@ def run_memory():
             runs[m].append(seconds)
             print(m, seconds, flush=True)
     base = statistics.median(runs["numpy X @ R (BLAS 2 threads)"])
-    lines = ["## In memory: 1M x 1000 float32 to 64 dimensions (3 interleaved rounds, medians)\n",
-             "| method | time | throughput (GB/s of input) | time / one dense product |", "| --- | --- | --- | --- |"]
+    lines = [
+        "## In memory: 1M x 1000 float32 to 64 dimensions (3 interleaved rounds, medians)\n",
+        "| method | time | throughput (GB/s of input) | time / one dense product |",
+        "| --- | --- | --- | --- |",
+    ]
     res = {}
     for m, ts in runs.items():
         med = statistics.median(ts)
         res[m] = {"seconds": ts, "median": med}
         lines.append(f"| {m} | {med:.2f} s | {X.nbytes / med / 1e9:.2f} | {med / base:.2f} |")
-    lines.append("\nbigdr runs on dask's threaded scheduler (2 threads, BLAS capped at 1 thread each); the numpy "
-                 "product is one call with R generated beforehand.")
+    lines.append(
+        "\nbigdr runs on dask's threaded scheduler (2 threads, BLAS capped at 1 thread each); the numpy "
+        "product is one call with R generated beforehand."
+    )
     return res, "\n".join(lines) + "\n"
 
 
@@ -142,14 +147,21 @@ def child(args):
             else:
                 compute(X.sum())
         else:
-            model = (bigdr.SparseRandomProjection(K, random_state=0) if kind == "sparse"
-                     else bigdr.GaussianRandomProjection(K, random_state=0))
+            model = (
+                bigdr.SparseRandomProjection(K, random_state=0)
+                if kind == "sparse"
+                else bigdr.GaussianRandomProjection(K, random_state=0)
+            )
             bigdr.write_zarr(model.fit(X).transform(X), out)
         seconds = time.perf_counter() - t0
     shutil.rmtree(out.parent)
-    nbytes = (store_bytes(store) * rows / 200_000)
-    return {"seconds": seconds, "peak_rss_mib": rss.peak / 2**20, "input_gb": nbytes / 1e9,
-            "chunks": [len(c) for c in X.chunks]}
+    nbytes = store_bytes(store) * rows / 200_000
+    return {
+        "seconds": seconds,
+        "peak_rss_mib": rss.peak / 2**20,
+        "input_gb": nbytes / 1e9,
+        "chunks": [len(c) for c in X.chunks],
+    }
 
 
 def store_bytes(store):
@@ -167,18 +179,27 @@ def run_disk(kind):
             r = run_child(SCRIPT, kind, what, str(rows), timeout=7200)
             res[f"{rows}/{what}"] = r
             print(kind, rows, what, r, flush=True)
-    title = ("200k x 1M CSR store (density 1e-3, float32 values, int32 indices), sparse projection (1/sqrt(p))"
-             if kind == "sparse" else "200k x 20k float32 zarr store (16 GB, chunks 8192 x 4096), Gaussian projection")
-    lines = [f"## On disk: {title} to {K} dimensions, written to zarr; fresh process each\n",
-             "| rows | input on disk | plain read pass | projection + write | ratio | read GB/s | projection GB/s | peak RSS read (MiB) | peak RSS projection (MiB) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    title = (
+        "200k x 1M CSR store (density 1e-3, float32 values, int32 indices), sparse projection (1/sqrt(p))"
+        if kind == "sparse"
+        else "200k x 20k float32 zarr store (16 GB, chunks 8192 x 4096), Gaussian projection"
+    )
+    lines = [
+        f"## On disk: {title} to {K} dimensions, written to zarr; fresh process each\n",
+        "| rows | input on disk | plain read pass | projection + write | ratio | read GB/s | projection GB/s | peak RSS read (MiB) | peak RSS projection (MiB) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for rows in (100_000, 200_000):
         r, p = res[f"{rows}/read"], res[f"{rows}/project"]
-        lines.append(f"| {rows:,} | {p['input_gb']:.1f} GB | {r['seconds']:.1f} s | {p['seconds']:.1f} s | "
-                     f"{p['seconds'] / r['seconds']:.2f} | {r['input_gb'] / r['seconds']:.2f} | "
-                     f"{p['input_gb'] / p['seconds']:.2f} | {r['peak_rss_mib']:.0f} | {p['peak_rss_mib']:.0f} |")
-    lines.append("\nThe store was written just before, so it is largely in the page cache (24 GiB RAM); "
-                 "read and projection see the same cache state.")
+        lines.append(
+            f"| {rows:,} | {p['input_gb']:.1f} GB | {r['seconds']:.1f} s | {p['seconds']:.1f} s | "
+            f"{p['seconds'] / r['seconds']:.2f} | {r['input_gb'] / r['seconds']:.2f} | "
+            f"{p['input_gb'] / p['seconds']:.2f} | {r['peak_rss_mib']:.0f} | {p['peak_rss_mib']:.0f} |"
+        )
+    lines.append(
+        "\nThe store was written just before, so it is largely in the page cache (24 GiB RAM); "
+        "read and projection see the same cache state."
+    )
     return res, "\n".join(lines) + "\n"
 
 

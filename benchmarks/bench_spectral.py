@@ -67,9 +67,14 @@ def child(args):
             model = bigdr.DiffusionMap(2, n_neighbors=K, landmarks=None)
             Y = model.fit_transform(X)
             seconds = time.perf_counter() - t0
-        return {"seconds": seconds, "peak_rss_mib": rss.peak / 2**20, "spearman_first": spearman_first(Y, t),
-                "spearman_second": spearman_first(Y[:, 1:], t), "eigenvalues": model.eigenvalues_.tolist(),
-                "epsilon": model.epsilon_}
+        return {
+            "seconds": seconds,
+            "peak_rss_mib": rss.peak / 2**20,
+            "spearman_first": spearman_first(Y, t),
+            "spearman_second": spearman_first(Y[:, 1:], t),
+            "eigenvalues": model.eigenvalues_.tolist(),
+            "epsilon": model.epsilon_,
+        }
     if what == "landmarks":
         import dask.array as da
 
@@ -88,19 +93,25 @@ def child(args):
         Yn = np.asarray(da.from_zarr(open_zarr(str(out))).compute())
         t = da.from_zarr(open_zarr(store, dataset="coords"))[:, 0].compute()
         shutil.rmtree(out.parent)
-        return {"seconds": total, "fit_seconds": fit_s, "embed_write_seconds": total - fit_s,
-                "peak_rss_mib": rss.peak / 2**20, "ru_maxrss_mib": job_maxrss,
-                "spearman_first": spearman_first(Yn, t), "eigenvalues": model.eigenvalues_.tolist()}
+        return {
+            "seconds": total,
+            "fit_seconds": fit_s,
+            "embed_write_seconds": total - fit_s,
+            "peak_rss_mib": rss.peak / 2**20,
+            "ru_maxrss_mib": job_maxrss,
+            "spearman_first": spearman_first(Yn, t),
+            "eigenvalues": model.eigenvalues_.tolist(),
+        }
     raise ValueError(what)
 
 
 def run_solvers():
     import scipy.sparse as sp
 
-    from bigdr.graph.affinity import affinity, auto_epsilon
-    from bigdr.graph.operators import normalise
     from bigdr.core.eigen import smallest_eigh
+    from bigdr.graph.affinity import affinity, auto_epsilon
     from bigdr.graph.knn import knn_graph
+    from bigdr.graph.operators import normalise
 
     X, _ = roll(100_000)
     ind, dist = knn_graph(X, K).compute()
@@ -114,8 +125,11 @@ def run_solvers():
         mu = smallest_eigh(L, 3, solver, 0, known).values
         res[solver] = {"seconds": time.perf_counter() - t0, "eigenvalues_of_M": (1 - mu).tolist()}
         print(solver, res[solver], flush=True)
-    lines = ["## Eigensolvers: 3 leading eigenpairs of the diffusion kernel, 100k-row swiss roll, k = 15\n",
-             "| solver | time | eigenvalues of M |", "| --- | --- | --- |"]
+    lines = [
+        "## Eigensolvers: 3 leading eigenpairs of the diffusion kernel, 100k-row swiss roll, k = 15\n",
+        "| solver | time | eigenvalues of M |",
+        "| --- | --- | --- |",
+    ]
     for s, r in res.items():
         lines.append(f"| {s} | {r['seconds']:.1f} s | {', '.join(f'{v:.8f}' for v in r['eigenvalues_of_M'])} |")
     lines.append("\nLOBPCG stops at 500 iterations (tolerance 1e-6) when it has not converged.")
@@ -125,26 +139,32 @@ def run_solvers():
 def run_allrows():
     r = run_child(SCRIPT, "allrows", "1000000", timeout=3600)
     print(r, flush=True)
-    lines = ["## Diffusion map of all rows: 1M-row swiss roll (noise 0.05, k = 15, alpha = 1, t = 1), fresh process\n",
-             "| rows | time | peak RSS (MiB) | epsilon | eigenvalues | Spearman: 1st coordinate vs roll coordinate |",
-             "| --- | --- | --- | --- | --- | --- |",
-             f"| 1,000,000 | {r['seconds']:.1f} s | {r['peak_rss_mib']:.0f} | {r['epsilon']:.4f} | "
-             f"{', '.join(f'{v:.7f}' for v in r['eigenvalues'])} | {r['spearman_first']:.5f} |"]
+    lines = [
+        "## Diffusion map of all rows: 1M-row swiss roll (noise 0.05, k = 15, alpha = 1, t = 1), fresh process\n",
+        "| rows | time | peak RSS (MiB) | epsilon | eigenvalues | Spearman: 1st coordinate vs roll coordinate |",
+        "| --- | --- | --- | --- | --- | --- |",
+        f"| 1,000,000 | {r['seconds']:.1f} s | {r['peak_rss_mib']:.0f} | {r['epsilon']:.4f} | "
+        f"{', '.join(f'{v:.7f}' for v in r['eigenvalues'])} | {r['spearman_first']:.5f} |",
+    ]
     return r, "\n".join(lines) + "\n"
 
 
 def run_landmarks():
     res = {}
-    lines = [f"## Landmark mode from zarr stores on disk ({LANDMARKS:,} landmarks, k = {K}), every row embedded and "
-             "written to zarr, fresh process per size\n",
-             "| rows | fit | embed + write | total | peak RSS (MiB) | Spearman: 1st coordinate |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"## Landmark mode from zarr stores on disk ({LANDMARKS:,} landmarks, k = {K}), every row embedded and "
+        "written to zarr, fresh process per size\n",
+        "| rows | fit | embed + write | total | peak RSS (MiB) | Spearman: 1st coordinate |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for n in (1_000_000, 10_000_000, 20_000_000):
         r = run_child(SCRIPT, "landmarks", str(swiss_roll_store(n)), timeout=7200)
         res[n] = r
         print(n, r, flush=True)
-        lines.append(f"| {n:,} | {r['fit_seconds']:.1f} s | {r['embed_write_seconds']:.1f} s | {r['seconds']:.1f} s | "
-                     f"{r['peak_rss_mib']:.0f} | {r['spearman_first']:.5f} |")
+        lines.append(
+            f"| {n:,} | {r['fit_seconds']:.1f} s | {r['embed_write_seconds']:.1f} s | {r['seconds']:.1f} s | "
+            f"{r['peak_rss_mib']:.0f} | {r['spearman_first']:.5f} |"
+        )
     return res, "\n".join(lines) + "\n"
 
 
@@ -159,14 +179,25 @@ def run_accuracy():
     for m in (2_000, 5_000, 10_000, 20_000, 50_000, 100_000):
         t0 = time.perf_counter()
         Y = bigdr.DiffusionMap(2, n_neighbors=K, landmarks=m).fit_transform(X)
-        rows.append({"landmarks": m, "seconds": time.perf_counter() - t0, "disparity": disparity(full, Y),
-                     "spearman_first": spearman_first(Y, t)})
+        rows.append(
+            {
+                "landmarks": m,
+                "seconds": time.perf_counter() - t0,
+                "disparity": disparity(full, Y),
+                "spearman_first": spearman_first(Y, t),
+            }
+        )
         print(rows[-1], flush=True)
-    lines = ["## Landmark mode against the all-rows fit: 200k-row swiss roll (noise 0.05, k = 15)\n",
-             f"All rows: {full_s:.1f} s, Spearman {spearman_first(full, t):.5f}.\n",
-             "| landmarks | time | Procrustes disparity to all rows | Spearman: 1st coordinate |", "| --- | --- | --- | --- |"]
+    lines = [
+        "## Landmark mode against the all-rows fit: 200k-row swiss roll (noise 0.05, k = 15)\n",
+        f"All rows: {full_s:.1f} s, Spearman {spearman_first(full, t):.5f}.\n",
+        "| landmarks | time | Procrustes disparity to all rows | Spearman: 1st coordinate |",
+        "| --- | --- | --- | --- |",
+    ]
     for r in rows:
-        lines.append(f"| {r['landmarks']:,} | {r['seconds']:.1f} s | {r['disparity']:.2e} | {r['spearman_first']:.5f} |")
+        lines.append(
+            f"| {r['landmarks']:,} | {r['seconds']:.1f} s | {r['disparity']:.2e} | {r['spearman_first']:.5f} |"
+        )
     return {"all_rows_seconds": full_s, "rows": rows}, "\n".join(lines) + "\n"
 
 

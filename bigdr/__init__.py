@@ -17,9 +17,20 @@ from .spectral import diffusion_distance
 
 _ESTIMATORS = {m.target.split(":")[1]: m for m in METHODS.values()}
 
-__all__ = sorted(_ESTIMATORS) + ["KNNGraph", "NeighborIndex", "__version__", "as_array", "diffusion_distance",
-                                 "distortion_report", "johnson_lindenstrauss_min_dim", "knn_graph", "load",
-                                 "select_landmarks", "use_scheduler", "write_zarr"]
+__all__ = sorted(_ESTIMATORS) + [
+    "KNNGraph",
+    "NeighborIndex",
+    "__version__",
+    "as_array",
+    "diffusion_distance",
+    "distortion_report",
+    "johnson_lindenstrauss_min_dim",
+    "knn_graph",
+    "load",
+    "select_landmarks",
+    "use_scheduler",
+    "write_zarr",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -27,7 +27,7 @@ def resolve_seed(random_state: Any, name: str = "random_state") -> int:
     ``random_state=None`` can be reproduced.
     """
     if random_state is None:
-        return int(np.random.SeedSequence().entropy % 2**63)
+        return int(np.random.default_rng().integers(2**63))
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(2**63))
     if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)) or random_state < 0:

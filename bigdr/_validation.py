@@ -7,7 +7,8 @@ whose message names the parameter, what it got and what would be accepted.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Collection
+from collections.abc import Collection
+from typing import Any
 
 import numpy as np
 
@@ -26,10 +27,16 @@ def check_int(value: Any, name: str, low: int | None = 1, high: int | None = Non
     return value
 
 
-def check_real(value: Any, name: str, low: float | None = None, high: float | None = None,
-               low_open: bool = False, high_open: bool = False) -> float:
+def check_real(
+    value: Any,
+    name: str,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
     """``value`` as a finite float within the given bounds (open or closed)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)):
         raise TypeError(f"{name} must be a finite number; got {value!r}.")
     value = float(value)
     too_low = low is not None and (value <= low if low_open else value < low)
@@ -37,8 +44,11 @@ def check_real(value: Any, name: str, low: float | None = None, high: float | No
     if too_low or too_high:
         lo = "" if low is None else ("(" if low_open else "[") + f"{low}"
         hi = "" if high is None else f"{high}" + (")" if high_open else "]")
-        where = f"in {lo}, {hi}" if low is not None and high is not None else (
-            f"{'>' if low_open else '>='} {low}" if low is not None else f"{'<' if high_open else '<='} {high}")
+        where = (
+            f"in {lo}, {hi}"
+            if low is not None and high is not None
+            else (f"{'>' if low_open else '>='} {low}" if low is not None else f"{'<' if high_open else '<='} {high}")
+        )
         raise ValueError(f"{name} must be {where}; got {value}.")
     return value
 
@@ -55,7 +65,7 @@ def check_count(value: Any, n: int, name: str) -> int:
     """An int between 1 and ``n`` (a number of rows to pick from ``n``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int; got {type(value).__name__}.")
-    if not 1 <= value <= n:
+    if not 1 <= int(value) <= n:
         raise ValueError(f"{name}={value} must be between 1 and the number of rows ({n}).")
     return int(value)
 
@@ -84,5 +94,6 @@ def check_block_finite(block: np.ndarray, first_row: int = 0) -> np.ndarray:
             raise ValueError(
                 f"Input contains NaN or infinity (first at row {first_row + int(row)}, column {int(col)}). "
                 f"Remove or impute non-finite values before fitting, for example with numpy.nan_to_num "
-                f"or a dask-ml imputer.")
+                f"or a dask-ml imputer."
+            )
     return block

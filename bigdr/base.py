@@ -64,14 +64,14 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         """Width of the output (for ``get_feature_names_out``)."""
         if not self.__sklearn_is_fitted__():
             raise AttributeError("_n_features_out")  # unfitted: scikit-learn's check_is_fitted reads this
-        return int(getattr(self, "n_components_", None) or self.n_components)  # type: ignore[attr-defined]
+        return int(getattr(self, "n_components_", None) or self.n_components)
 
     def _check_fitted(self) -> None:
         if not self.__sklearn_is_fitted__():
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet; call fit (or partial_fit) first.")
 
     def save(self, path: str, overwrite: bool = False) -> None:
-        """Save the fitted model: arrays in a zarr group, parameters in JSON (no pickle); :func:`bigdr.load` reads it."""
+        """Save the fitted model: arrays in a zarr group, parameters in JSON, no pickle (read by :func:`bigdr.load`)."""
         write_model(self, path, overwrite=overwrite)
 
     @classmethod
@@ -96,6 +96,7 @@ class ExtensionEstimator(BigdrEstimator):
     """
 
     _abstract = True
+    _ext: Extension | None
 
     def _make_extension(self) -> Extension:
         raise NotImplementedError

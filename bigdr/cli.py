@@ -12,8 +12,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ._version import __version__
 from .methods import METHODS, make_estimator
@@ -35,7 +35,9 @@ def _n_components(text: str):
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an int, a fraction in (0, 1), 'mp' or 'none'; got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected an int, a fraction in (0, 1), 'mp' or 'none'; got {text!r}"
+        ) from None
 
 
 def _landmarks(text: str):
@@ -44,7 +46,9 @@ def _landmarks(text: str):
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'auto', 'none' (exact) or a number of landmarks; got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected 'auto', 'none' (exact) or a number of landmarks; got {text!r}"
+        ) from None
 
 
 def _graph_sample(text: str):
@@ -53,24 +57,31 @@ def _graph_sample(text: str):
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'auto', 'all' or a number of rows; got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected 'auto', 'all' or a number of rows; got {text!r}") from None
 
 
 def _floats(text: str) -> tuple[float, ...]:
     try:
         return tuple(float(t) for t in text.split(",") if t.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scheduler", default=None,
-                   help="where to run: 'threads' (default, or $BIGDR_SCHEDULER), 'local-cluster', "
-                        "a scheduler address tcp://host:port, or a scheduler file")
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        help="where to run: 'threads' (default, or $BIGDR_SCHEDULER), 'local-cluster', "
+        "a scheduler address tcp://host:port, or a scheduler file",
+    )
     p.add_argument("--no-progress", action="store_true", help="do not show progress bars")
-    p.add_argument("--chunk-mib", type=float, default=None,
-                   help="input chunk size in MiB (default 128, or $DASK_BIGDR__CHUNK_BYTES); smaller for workers "
-                        "with little memory")
+    p.add_argument(
+        "--chunk-mib",
+        type=float,
+        default=None,
+        help="input chunk size in MiB (default 128, or $DASK_BIGDR__CHUNK_BYTES); smaller for workers "
+        "with little memory",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,8 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bigdr {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    g = sub.add_parser("generate", help="write a synthetic data set to a zarr store",
-                       description="Write a synthetic data set (group with arrays X and coords) chunk by chunk.")
+    g = sub.add_parser(
+        "generate",
+        help="write a synthetic data set to a zarr store",
+        description="Write a synthetic data set (group with arrays X and coords) chunk by chunk.",
+    )
     g.add_argument("kind", choices=["swiss-roll", "s-curve", "spiked", "blobs"])
     g.add_argument("output", help="destination zarr store (a new directory)")
     g.add_argument("-n", "--n-samples", type=int, required=True)
@@ -93,45 +107,85 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--overwrite", action="store_true")
     _common(g)
 
-    f = sub.add_parser("fit-transform", help="fit a method and write the embedding",
-                       description="Fit a method to INPUT and write the embedding of every row to OUTPUT (zarr).")
+    f = sub.add_parser(
+        "fit-transform",
+        help="fit a method and write the embedding",
+        description="Fit a method to INPUT and write the embedding of every row to OUTPUT (zarr).",
+    )
     f.add_argument("input", help="zarr store, .npy or HDF5 file (file.h5:/dataset)")
     f.add_argument("output", help="destination zarr store for the embedding")
-    f.add_argument("--method", choices=list(METHODS), default="pca",
-                   help="; ".join(f"{m.name}: {m.summary}" for m in METHODS.values()))
-    f.add_argument("-k", "--n-components", type=_n_components, default=2,
-                   help="int, fraction of variance in (0,1), 'mp' or 'none' (default 2)")
-    f.add_argument("--svd-solver", default=argparse.SUPPRESS, choices=["auto", "covariance", "tsqr", "samples", "randomized"])
+    f.add_argument(
+        "--method",
+        choices=list(METHODS),
+        default="pca",
+        help="; ".join(f"{m.name}: {m.summary}" for m in METHODS.values()),
+    )
+    f.add_argument(
+        "-k",
+        "--n-components",
+        type=_n_components,
+        default=2,
+        help="int, fraction of variance in (0,1), 'mp' or 'none' (default 2)",
+    )
+    f.add_argument(
+        "--svd-solver", default=argparse.SUPPRESS, choices=["auto", "covariance", "tsqr", "samples", "randomized"]
+    )
     f.add_argument("--whiten", action="store_const", const=True, default=argparse.SUPPRESS, help="pca only")
-    f.add_argument("--n-neighbors", type=int, default=argparse.SUPPRESS,
-                   help="isomap, diffusion-map, spectral-embedding: neighbours per row in the graph "
-                        "(default: the method's own, 10 or 15)")
-    f.add_argument("--landmarks", type=_landmarks, default=argparse.SUPPRESS,
-                   help="isomap: 'auto', 'none' (exact) or a count; landmark-mds: a count (default 500); "
-                        "diffusion-map, spectral-embedding: 'auto', 'none' (all rows) or a count")
-    f.add_argument("--eps", type=float, default=argparse.SUPPRESS, help="gaussian-rp, sparse-rp: distortion for -k auto")
-    f.add_argument("--density", type=_density, default=argparse.SUPPRESS, help="sparse-rp: 'auto' (1/sqrt(p)) or a fraction")
-    f.add_argument("--report", action="store_true",
-                   help="gaussian-rp, sparse-rp: print and store the distortion of sampled pairs")
-    f.add_argument("--graph-sample", type=_graph_sample, default=argparse.SUPPRESS,
-                   help="isomap: rows the graph is built on: 'auto', 'all' or a count")
+    f.add_argument(
+        "--n-neighbors",
+        type=int,
+        default=argparse.SUPPRESS,
+        help="isomap, diffusion-map, spectral-embedding: neighbours per row in the graph "
+        "(default: the method's own, 10 or 15)",
+    )
+    f.add_argument(
+        "--landmarks",
+        type=_landmarks,
+        default=argparse.SUPPRESS,
+        help="isomap: 'auto', 'none' (exact) or a count; landmark-mds: a count (default 500); "
+        "diffusion-map, spectral-embedding: 'auto', 'none' (all rows) or a count",
+    )
+    f.add_argument(
+        "--eps", type=float, default=argparse.SUPPRESS, help="gaussian-rp, sparse-rp: distortion for -k auto"
+    )
+    f.add_argument(
+        "--density", type=_density, default=argparse.SUPPRESS, help="sparse-rp: 'auto' (1/sqrt(p)) or a fraction"
+    )
+    f.add_argument(
+        "--report", action="store_true", help="gaussian-rp, sparse-rp: print and store the distortion of sampled pairs"
+    )
+    f.add_argument(
+        "--graph-sample",
+        type=_graph_sample,
+        default=argparse.SUPPRESS,
+        help="isomap: rows the graph is built on: 'auto', 'all' or a count",
+    )
     f.add_argument("--random-state", type=int, default=argparse.SUPPRESS, help="seed (default: the method's own)")
     f.add_argument("--dataset", default=None, help="array inside a zarr group or HDF5 file")
     f.add_argument("--save-model", default=None, metavar="PATH", help="also save the fitted model here")
     f.add_argument("--scree", default=None, metavar="PNG", help="also write a scree plot")
     f.add_argument("--overwrite", action="store_true")
-    f.add_argument("--resume", action="store_true",
-                   help="continue an interrupted run of the same command: write only the missing blocks")
+    f.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run of the same command: write only the missing blocks",
+    )
     _common(f)
 
-    i = sub.add_parser("info", help="describe a data store or a saved model",
-                       description="Print shape, chunks, dtype and attributes of a store, file or saved model.")
+    i = sub.add_parser(
+        "info",
+        help="describe a data store or a saved model",
+        description="Print shape, chunks, dtype and attributes of a store, file or saved model.",
+    )
     i.add_argument("path")
     _common(i)  # accepted everywhere for uniform scripts; info reads metadata only and computes nothing
 
-    d = sub.add_parser("demo", help="generate data, embed it, write the embedding and a scree plot",
-                       description="The end-to-end job: spiked-covariance data -> PCA (components chosen by the "
-                                   "Marchenko-Pastur edge) -> embedding store, saved model and scree plot.")
+    d = sub.add_parser(
+        "demo",
+        help="generate data, embed it, write the embedding and a scree plot",
+        description="The end-to-end job: spiked-covariance data -> PCA (components chosen by the "
+        "Marchenko-Pastur edge) -> embedding store, saved model and scree plot.",
+    )
     d.add_argument("--out", default="bigdr-demo", help="output directory (default ./bigdr-demo)")
     d.add_argument("-n", "--n-samples", type=int, default=1_000_000)
     d.add_argument("-p", "--n-features", type=int, default=100)
@@ -162,7 +216,9 @@ def _cmd_generate(args) -> int:
     if args.chunk_rows < 1:
         raise ValueError(f"--chunk-rows must be positive; got {args.chunk_rows}.")
     t0 = time.perf_counter()
-    path = generate(args.kind, args.output, args.n_samples, chunk_rows=args.chunk_rows, overwrite=args.overwrite, **params)
+    path = generate(
+        args.kind, args.output, args.n_samples, chunk_rows=args.chunk_rows, overwrite=args.overwrite, **params
+    )
     print(f"wrote {args.kind} data, {args.n_samples} rows, to {path} ({time.perf_counter() - t0:.1f} s)")
     return 0
 
@@ -176,8 +232,20 @@ def _density(text: str):
         raise argparse.ArgumentTypeError(f"expected 'auto' or a number in (0, 1]; got {text!r}") from None
 
 
-def _fit_transform(input_path, output, *, n_components, method="pca", dataset=None, save_model=None, scree=None,
-                   overwrite=False, report=False, resume=False, **options):
+def _fit_transform(
+    input_path,
+    output,
+    *,
+    n_components,
+    method="pca",
+    dataset=None,
+    save_model=None,
+    scree=None,
+    overwrite=False,
+    report=False,
+    resume=False,
+    **options,
+):
     """Fit a method on a store and write the embedding; shared by ``fit-transform`` and ``demo``."""
     from .io import check_writable, write_zarr
 
@@ -194,8 +262,13 @@ def _fit_transform(input_path, output, *, n_components, method="pca", dataset=No
     t0 = time.perf_counter()
     Y = model.fit_transform(X)
     t_fit = time.perf_counter() - t0
-    attrs = {"method": method, "params": model.get_params(), "input": str(input_path), "input_shape": list(X.shape),
-             **model.summary()}
+    attrs = {
+        "method": method,
+        "params": model.get_params(),
+        "input": str(input_path),
+        "input_shape": list(X.shape),
+        **model.summary(),
+    }
     if report:
         from .projection import distortion_report
 
@@ -218,17 +291,30 @@ def _cmd_fit_transform(args) -> int:
     # Options not given are absent (argparse.SUPPRESS): the method's own defaults apply.
     options = {name: getattr(args, name) for name in METHOD_OPTIONS if hasattr(args, name)}
     model, shape, t_fit, t_write = _fit_transform(
-        args.input, args.output, n_components=args.n_components, method=args.method, dataset=args.dataset,
-        save_model=args.save_model, scree=args.scree, overwrite=args.overwrite, report=args.report,
-        resume=args.resume, **options)
-    print(f"{model.describe()} on {shape[0]} x {shape[1]}; fit {t_fit:.1f} s, embedding written to {args.output} "
-          f"in {t_write:.1f} s")
+        args.input,
+        args.output,
+        n_components=args.n_components,
+        method=args.method,
+        dataset=args.dataset,
+        save_model=args.save_model,
+        scree=args.scree,
+        overwrite=args.overwrite,
+        report=args.report,
+        resume=args.resume,
+        **options,
+    )
+    print(
+        f"{model.describe()} on {shape[0]} x {shape[1]}; fit {t_fit:.1f} s, embedding written to {args.output} "
+        f"in {t_write:.1f} s"
+    )
     if args.report:
         r = model._distortion
         q = r["quantiles"]
-        print(f"distortion |f(x)-f(y)|^2/|x-y|^2 over {r['n_pairs']} pairs: median {q['50%']:.4f}, 1%-99% "
-              f"[{q['1%']:.4f}, {q['99%']:.4f}], min {q['min']:.4f}, max {q['max']:.4f}; "
-              f"{100 * r['within_eps']:.2f}% within 1 +- {r['eps']}")
+        print(
+            f"distortion |f(x)-f(y)|^2/|x-y|^2 over {r['n_pairs']} pairs: median {q['50%']:.4f}, 1%-99% "
+            f"[{q['1%']:.4f}, {q['99%']:.4f}], min {q['min']:.4f}, max {q['max']:.4f}; "
+            f"{100 * r['within_eps']:.2f}% within 1 +- {r['eps']}"
+        )
     if args.save_model:
         print(f"model saved to {args.save_model}")
     if args.scree:
@@ -268,7 +354,9 @@ def _cmd_info(args) -> int:
         from .persist import load
 
         model = load(path)
-        print(f"{path}: bigdr model {attrs['class']} (format {attrs['format_version']}, bigdr {attrs['bigdr_version']})")
+        print(
+            f"{path}: bigdr model {attrs['class']} (format {attrs['format_version']}, bigdr {attrs['bigdr_version']})"
+        )
         print(f"  params: {json.dumps(attrs['params'])}")
         for name in ("n_components_", "n_features_in_", "n_samples_seen_", "svd_solver_"):
             if hasattr(model, name):
@@ -295,17 +383,23 @@ def _cmd_demo(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     data, emb, model_path, png = out / "data.zarr", out / "embedding.zarr", out / "model.zarr", out / "scree.png"
-    print(f"bigdr {__version__} demo: {args.n_samples} x {args.n_features} spiked-covariance data "
-          f"(spikes 20, 10, 5 over unit noise), PCA with components chosen by the Marchenko-Pastur edge")
+    print(
+        f"bigdr {__version__} demo: {args.n_samples} x {args.n_features} spiked-covariance data "
+        f"(spikes 20, 10, 5 over unit noise), PCA with components chosen by the Marchenko-Pastur edge"
+    )
     t0 = time.perf_counter()
-    generate("spiked", data, args.n_samples, n_features=args.n_features, seed=args.seed, dtype="float32",
-             overwrite=True)
+    generate(
+        "spiked", data, args.n_samples, n_features=args.n_features, seed=args.seed, dtype="float32", overwrite=True
+    )
     print(f"  data written to {data} ({time.perf_counter() - t0:.1f} s)")
-    model, shape, t_fit, t_write = _fit_transform(data, emb, n_components="mp", save_model=model_path, scree=png,
-                                                  overwrite=True)
-    print(f"  PCA fit in one pass: {t_fit:.1f} s; kept {model.n_components_} components "
-          f"(noise variance {model.mp_noise_variance_:.3f}, bulk edge {model.mp_edge_:.3f}), "
-          f"variances {[round(float(v), 2) for v in model.explained_variance_]}")
+    model, shape, t_fit, t_write = _fit_transform(
+        data, emb, n_components="mp", save_model=model_path, scree=png, overwrite=True
+    )
+    print(
+        f"  PCA fit in one pass: {t_fit:.1f} s; kept {model.n_components_} components "
+        f"(noise variance {model.mp_noise_variance_:.3f}, bulk edge {model.mp_edge_:.3f}), "
+        f"variances {[round(float(v), 2) for v in model.explained_variance_]}"
+    )
     print(f"  embedding ({shape[0]} x {model.n_components_}) written to {emb} ({t_write:.1f} s)")
     print(f"  model saved to {model_path}")
     print(f"  scree plot written to {png}")
@@ -324,18 +418,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "info":
             return COMMANDS["info"](args)
+        import dask
+
         from ._compute import progress
         from .scheduler import use_scheduler
-
-        import dask
 
         config = {}
         if getattr(args, "chunk_mib", None) is not None:
             if not args.chunk_mib > 0:
                 raise ValueError(f"--chunk-mib must be positive; got {args.chunk_mib}.")
             config["bigdr.chunk-bytes"] = int(args.chunk_mib * 2**20)
-        with dask.config.set(config), use_scheduler(args.scheduler), \
-                progress(not args.no_progress and sys.stderr.isatty()):
+        with (
+            dask.config.set(config),
+            use_scheduler(args.scheduler),
+            progress(not args.no_progress and sys.stderr.isatty()),
+        ):
             return COMMANDS[args.command](args)
     except USER_ERRORS as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -348,8 +445,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not _resume_hint(args):
             raise
         # A lost scheduler or workers: say how to continue, not a traceback.
-        print(f"bigdr: error: the run failed ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})."
-              f"{_resume_hint(args)}", file=sys.stderr)
+        print(
+            f"bigdr: error: the run failed ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})."
+            f"{_resume_hint(args)}",
+            file=sys.stderr,
+        )
         return 1
 
 

@@ -14,11 +14,11 @@ ground truth (manifold coordinates, latent factors, cluster labels).
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import dask.array as da
-from dask.base import tokenize
 import numpy as np
+from dask.base import tokenize
 
 BLOCK_ROWS = 65_536
 
@@ -45,7 +45,12 @@ def _lazy(fn: Callable, n_samples: int, width: int, seed: int, dtype, name: str,
         rng = np.random.default_rng([seed, b])
         return fn(rng, rows[b], **kw).astype(dtype, copy=False)
 
-    return da.map_blocks(block, chunks=(rows, (width,)), dtype=np.dtype(dtype), name=f"bigdr-{name}-{tokenize(fn.__name__, seed, n_samples, kw)}")
+    return da.map_blocks(
+        block,
+        chunks=(rows, (width,)),
+        dtype=np.dtype(dtype),
+        name=f"bigdr-{name}-{tokenize(fn.__name__, seed, n_samples, kw)}",
+    )
 
 
 def _swiss_roll_block(rng, m, noise, hole=False):
@@ -56,7 +61,9 @@ def _swiss_roll_block(rng, m, noise, hole=False):
     return np.column_stack([X, t, height])
 
 
-def make_swiss_roll(n_samples: int, *, noise: float = 0.0, seed: int = 0, dtype=np.float64) -> tuple[da.Array, da.Array]:
+def make_swiss_roll(
+    n_samples: int, *, noise: float = 0.0, seed: int = 0, dtype=np.float64
+) -> tuple[da.Array, da.Array]:
     """Swiss roll in 3-D. ``coords`` = (t, height): the roll angle and the height.
 
     ``x = t cos t, y = height, z = t sin t`` with ``t ~ U(1.5 pi, 4.5 pi)``,
@@ -117,8 +124,17 @@ def make_spiked_covariance(
     if len(strengths) >= n_features:
         raise ValueError(f"Need fewer spikes ({len(strengths)}) than features ({n_features}).")
     V = spike_directions(n_features, len(strengths), seed)
-    both = _lazy(_spiked_block, n_samples, n_features + len(strengths), seed, np.float64, "spiked",
-                 V=V, strengths=strengths, sigma=float(noise))
+    both = _lazy(
+        _spiked_block,
+        n_samples,
+        n_features + len(strengths),
+        seed,
+        np.float64,
+        "spiked",
+        V=V,
+        strengths=strengths,
+        sigma=float(noise),
+    )
     return both[:, :n_features].astype(dtype), both[:, n_features:]
 
 
@@ -150,7 +166,7 @@ def make_blobs(
     return both[:, :n_features].astype(dtype), both[:, n_features:]
 
 
-GENERATORS = {
+GENERATORS: dict[str, Callable[..., tuple[da.Array, da.Array]]] = {
     "swiss-roll": make_swiss_roll,
     "s-curve": make_s_curve,
     "spiked": make_spiked_covariance,
@@ -176,5 +192,9 @@ def generate(
     if kind not in GENERATORS:
         raise ValueError(f"Unknown data set {kind!r}; choose one of {sorted(GENERATORS)}.")
     X, coords = GENERATORS[kind](n_samples, **params)
-    attrs = {"generator": kind, "n_samples": n_samples, "params": {k: (str(v) if k == "dtype" else v) for k, v in params.items()}}
+    attrs = {
+        "generator": kind,
+        "n_samples": n_samples,
+        "params": {k: (str(v) if k == "dtype" else v) for k, v in params.items()},
+    }
     return write_zarr({"X": X, "coords": coords}, path, attrs=attrs, chunk_rows=chunk_rows, overwrite=overwrite)

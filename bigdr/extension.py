@@ -76,8 +76,9 @@ def extend_blockwise(X: Any, extension: Extension, n_features: int, owner: str =
     if max(Xd.chunks[0]) > rows:
         Xd = Xd.rechunk({0: rows})
     key = dask.delayed(extension, name=extension.key, traverse=False)
-    return da.map_blocks(_embed_block, Xd, key, chunks=(Xd.chunks[0], (extension.width,)),
-                         dtype=np.float64, meta=np.empty((0, 0)))
+    return da.map_blocks(
+        _embed_block, Xd, key, chunks=(Xd.chunks[0], (extension.width,)), dtype=np.float64, meta=np.empty((0, 0))
+    )
 
 
 def _embed_block(block: np.ndarray, extension: Extension) -> np.ndarray:

@@ -37,7 +37,7 @@ import scipy.sparse as sp
 
 from ._compute import compute
 from ._random import LANDMARK_STREAM, resolve_seed
-from ._validation import check_choice, check_int
+from ._validation import check_choice, check_int, check_real
 from .base import ExtensionEstimator, wants_numpy
 from .core.triangulation import Triangulation, attach_geodesics, landmark_mds, triangulate, triangulate_distances
 from .exceptions import DisconnectedGraphWarning
@@ -72,8 +72,9 @@ ON_DISCONNECTED = ("raise", "largest", "join")
 class GeodesicExtension(Extension):
     """The reference index, its geodesics and the triangulation: what a worker needs to place rows."""
 
-    def __init__(self, index: NeighborIndex, geodesics: np.ndarray, tri: Triangulation, k: int,
-                 radius: float | None) -> None:
+    def __init__(
+        self, index: NeighborIndex, geodesics: np.ndarray, tri: Triangulation, k: int, radius: float | None
+    ) -> None:
         # ~32 MiB of row x landmark geodesics per piece
         super().__init__(tri.pinv.shape[1], max(256, (32 << 20) // (4 * geodesics.shape[1])))
         self.index = index
@@ -193,10 +194,19 @@ class Isomap(ExtensionEstimator):
     ((1500, 2), 'exact')
     """
 
-    def __init__(self, n_components: int = 2, n_neighbors: int | None = 10, radius: float | None = None,
-                 landmarks: Any = "auto", graph_sample: Any = "auto", landmark_method: str = "random",
-                 metric: str = "euclidean", neighbor_method: str = "auto", on_disconnected: str = "raise",
-                 random_state: int = 0) -> None:
+    def __init__(
+        self,
+        n_components: int = 2,
+        n_neighbors: int | None = 10,
+        radius: float | None = None,
+        landmarks: Any = "auto",
+        graph_sample: Any = "auto",
+        landmark_method: str = "random",
+        metric: str = "euclidean",
+        neighbor_method: str = "auto",
+        on_disconnected: str = "raise",
+        random_state: int = 0,
+    ) -> None:
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.radius = radius
@@ -215,8 +225,8 @@ class Isomap(ExtensionEstimator):
             raise ValueError("Give exactly one of n_neighbors and radius (set the other to None).")
         if self.n_neighbors is not None:
             check_int(self.n_neighbors, "n_neighbors")
-        if self.radius is not None and not (np.isscalar(self.radius) and self.radius > 0):
-            raise ValueError(f"radius must be a positive number; got {self.radius!r}.")
+        if self.radius is not None:
+            check_real(self.radius, "radius", 0, low_open=True)
         check_policy(self.on_disconnected, ON_DISCONNECTED)
         check_choice(self.landmark_method, "landmark_method", ("random", "maxmin"))
         check_method(self.neighbor_method)
@@ -239,8 +249,10 @@ class Isomap(ExtensionEstimator):
             if n_ref < n:
                 raise ValueError("landmarks=None (exact Isomap) needs the graph of all rows; set graph_sample=None.")
             if n > EXACT_LIMIT:
-                raise ValueError(f"Exact Isomap of {n} rows needs {n * n * 4 / 2**30:.1f} GiB of geodesics; "
-                                 f"use landmarks (an int, or 'auto') for more than {EXACT_LIMIT} rows.")
+                raise ValueError(
+                    f"Exact Isomap of {n} rows needs {n * n * 4 / 2**30:.1f} GiB of geodesics; "
+                    f"use landmarks (an int, or 'auto') for more than {EXACT_LIMIT} rows."
+                )
             return "exact", n_ref
         if isinstance(lm, str):
             if lm != "auto":
@@ -256,8 +268,10 @@ class Isomap(ExtensionEstimator):
         if isinstance(lm, bool) or not isinstance(lm, (int, np.integer)):
             raise TypeError(f"landmarks must be 'auto', None, an int or an array of rows; got {type(lm).__name__}.")
         if not self.n_components < lm <= n_ref:
-            raise ValueError(f"landmarks={lm} must be more than n_components={self.n_components} and at most "
-                             f"the {n_ref} rows of the graph.")
+            raise ValueError(
+                f"landmarks={lm} must be more than n_components={self.n_components} and at most "
+                f"the {n_ref} rows of the graph."
+            )
         return int(lm)
 
     # -- fitting -------------------------------------------------------------------
@@ -287,14 +301,19 @@ class Isomap(ExtensionEstimator):
             ref = np.vstack([ref, given.astype(ref.dtype)])
         graph = self._graph(ref)
         graph, eligible, self.n_components_found_ = resolve_components(
-            graph, self.on_disconnected, points=ref, metric=self.metric,
-            hint="n_neighbors" if self.radius is None else "radius", allowed=ON_DISCONNECTED, stacklevel=4)
+            graph,
+            self.on_disconnected,
+            points=ref,
+            metric=self.metric,
+            hint="n_neighbors" if self.radius is None else "radius",
+            allowed=ON_DISCONNECTED,
+            stacklevel=4,
+        )
         landmarks = self._choose_landmarks(ref, eligible, mode, given)
         G = landmark_geodesics(graph, landmarks)
         sq = G[landmarks].astype(np.float64) ** 2
         tri = landmark_mds((sq + sq.T) / 2, self.n_components, self.seed_)
 
-        k_attach = RADIUS_ATTACH if self.radius is not None else self.n_neighbors
         index = NeighborIndex(self.metric, self.neighbor_method).fit(ref)
         self.mode_ = mode
         self.n_features_in_ = p
@@ -303,9 +322,10 @@ class Isomap(ExtensionEstimator):
         self.landmark_indices_ = landmarks
         self.triangulation_ = tri.pinv
         self.landmark_sq_mean_ = tri.mean_sq
+        assert tri.spectrum is not None  # set by landmark_mds (None only when rebuilt from a saved model)
         self.eigenvalues_ = tri.spectrum.values
         self.negative_mass_ = tri.spectrum.negative_mass
-        self._ext = GeodesicExtension(index, G, tri, min(k_attach, len(ref)), self.radius)
+        self._ext = GeodesicExtension(index, G, tri, self._attach_k(len(ref)), self.radius)
 
         ref_embedding = triangulate_distances(G, tri)
         self._set_residual_variance(G, ref_embedding, landmarks, eligible)
@@ -317,8 +337,11 @@ class Isomap(ExtensionEstimator):
         embedding = ref_embedding[:n]
         unreached = int(np.isnan(embedding[:, 0]).sum())
         if unreached:
-            warnings.warn(f"{unreached} of {n} rows lie outside the largest component and have NaN coordinates.",
-                          DisconnectedGraphWarning, stacklevel=3)
+            warnings.warn(
+                f"{unreached} of {n} rows lie outside the largest component and have NaN coordinates.",
+                DisconnectedGraphWarning,
+                stacklevel=3,
+            )
         if wants_numpy(X):
             self.embedding_ = embedding
         return from_numpy(embedding, Xd.chunks[0])
@@ -331,22 +354,24 @@ class Isomap(ExtensionEstimator):
         if rows.shape[1] != p:
             raise ValueError(f"The landmark rows have {rows.shape[1]} columns; X has {p}.")
         if len(rows) <= self.n_components:
-            raise ValueError(f"{len(rows)} landmark rows cannot span n_components={self.n_components} dimensions; "
-                             f"give more than n_components.")
+            raise ValueError(
+                f"{len(rows)} landmark rows cannot span n_components={self.n_components} dimensions; "
+                f"give more than n_components."
+            )
         return rows
 
     def _graph(self, ref: np.ndarray) -> sp.csr_matrix:
         if self.radius is not None:
             return radius_graph(ref, self.radius, self.metric)
-        k = self.n_neighbors
+        k = check_int(self.n_neighbors, "n_neighbors")
         if k >= len(ref):
             raise ValueError(f"n_neighbors={k} must be less than the {len(ref)} rows of the graph.")
-        graph = knn_graph(ref, k, metric=self.metric, method=self.neighbor_method,
-                          random_state=self.seed_)
+        graph = knn_graph(ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_)
         return to_csr(graph, "union", "distance")
 
-    def _choose_landmarks(self, ref: np.ndarray, eligible: np.ndarray, mode: str,
-                          given: np.ndarray | None) -> np.ndarray:
+    def _choose_landmarks(
+        self, ref: np.ndarray, eligible: np.ndarray, mode: str, given: np.ndarray | None
+    ) -> np.ndarray:
         if given is not None:
             idx = np.arange(len(ref) - len(given), len(ref))
             if not eligible[idx].all():
@@ -362,8 +387,9 @@ class Isomap(ExtensionEstimator):
         first = int(rng.integers(len(candidates)))
         return candidates[maxmin(ref[candidates], m, first=first)]
 
-    def _set_residual_variance(self, G: np.ndarray, ref_embedding: np.ndarray, landmarks: np.ndarray,
-                               eligible: np.ndarray) -> None:
+    def _set_residual_variance(
+        self, G: np.ndarray, ref_embedding: np.ndarray, landmarks: np.ndarray, eligible: np.ndarray
+    ) -> None:
         rng = np.random.default_rng([self.seed_, LANDMARK_STREAM, 1])
         candidates = np.flatnonzero(eligible)
         rows = np.sort(rng.choice(candidates, size=min(RESIDUAL_SAMPLE, len(candidates)), replace=False))
@@ -373,9 +399,12 @@ class Isomap(ExtensionEstimator):
     def _make_extension(self) -> GeodesicExtension:
         """A loaded model: rebuild the index from the stored reference rows."""
         tri = Triangulation(self.triangulation_, self.landmark_sq_mean_, None)
-        k = RADIUS_ATTACH if self.radius is not None else self.n_neighbors
         index = NeighborIndex(self.metric, self.neighbor_method).fit(self.reference_rows_)
-        return GeodesicExtension(index, self.geodesics_, tri, min(k, len(self.reference_rows_)), self.radius)
+        return GeodesicExtension(index, self.geodesics_, tri, self._attach_k(len(self.reference_rows_)), self.radius)
+
+    def _attach_k(self, n_ref: int) -> int:
+        """Reference rows a new row is attached through."""
+        return min(RADIUS_ATTACH if self.radius is not None else int(self.n_neighbors or 1), n_ref)
 
     def transform(self, X: Any) -> np.ndarray | da.Array:
         """Embed new rows without refitting, blockwise.
@@ -388,10 +417,17 @@ class Isomap(ExtensionEstimator):
         return super().transform(X)
 
     def summary(self) -> dict[str, Any]:
-        return {"eigenvalues": self.eigenvalues_.tolist(), "negative_mass": self.negative_mass_, "mode": self.mode_,
-                "residual_variance": self.residual_variance_.tolist(),
-                "n_landmarks": len(self.landmark_indices_), "graph_rows": len(self.reference_rows_)}
+        return {
+            "eigenvalues": self.eigenvalues_.tolist(),
+            "negative_mass": self.negative_mass_,
+            "mode": self.mode_,
+            "residual_variance": self.residual_variance_.tolist(),
+            "n_landmarks": len(self.landmark_indices_),
+            "graph_rows": len(self.reference_rows_),
+        }
 
     def describe(self) -> str:
-        return (f"Isomap ({self.mode_}, {len(self.landmark_indices_)} landmarks, graph of "
-                f"{len(self.reference_rows_)} rows): residual variance {self.residual_variance_[-1]:.3g}")
+        return (
+            f"Isomap ({self.mode_}, {len(self.landmark_indices_)} landmarks, graph of "
+            f"{len(self.reference_rows_)} rows): residual variance {self.residual_variance_[-1]:.3g}"
+        )

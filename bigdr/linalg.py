@@ -7,7 +7,8 @@ These build the operators and passes that the in-memory eigensolvers of
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import dask.array as da
 import numpy as np

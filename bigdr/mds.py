@@ -36,7 +36,6 @@ from .linalg import double_centred_operator
 from .pca import PCA
 
 
-
 # -- classical MDS --------------------------------------------------------------
 def _dissimilarity_checks(D: da.Array) -> dict:
     """One pass over a square dissimilarity matrix: the numbers validation needs."""
@@ -53,29 +52,48 @@ def validate_dissimilarity(D: da.Array) -> None:
     """Raise a ValueError naming the problem when ``D`` is not a dissimilarity matrix."""
     n, m = D.shape
     if n != m:
-        raise ValueError(f"A precomputed dissimilarity matrix must be square; got {n} x {m}. "
-                         f"Pass features with metric='euclidean' (or another metric) instead.")
+        raise ValueError(
+            f"A precomputed dissimilarity matrix must be square; got {n} x {m}. "
+            f"Pass features with metric='euclidean' (or another metric) instead."
+        )
     (c,) = compute(_dissimilarity_checks(D))
     if not c["finite"]:
         raise ValueError("The dissimilarity matrix contains NaN or infinity; every pair needs a finite value.")
     if c["min"] < 0:
-        raise ValueError(f"The dissimilarity matrix has negative entries (min {float(c['min']):.3g}); "
-                         f"dissimilarities must be >= 0.")
+        raise ValueError(
+            f"The dissimilarity matrix has negative entries (min {float(c['min']):.3g}); dissimilarities must be >= 0."
+        )
     tol = (1e-5 if D.dtype == np.float32 else 1e-9) * max(float(c["max"]), np.finfo(np.float64).tiny)
     if c["asymmetry"] > tol:
-        raise ValueError(f"The dissimilarity matrix is not symmetric (max |D - D.T| = {float(c['asymmetry']):.3g}); "
-                         f"symmetrise it, e.g. (D + D.T) / 2.")
+        raise ValueError(
+            f"The dissimilarity matrix is not symmetric (max |D - D.T| = {float(c['asymmetry']):.3g}); "
+            f"symmetrise it, e.g. (D + D.T) / 2."
+        )
     if c["diagonal"] > tol:
-        raise ValueError(f"The dissimilarity matrix has a nonzero diagonal (max {float(c['diagonal']):.3g}); "
-                         f"a point's dissimilarity to itself must be 0.")
+        raise ValueError(
+            f"The dissimilarity matrix has a nonzero diagonal (max {float(c['diagonal']):.3g}); "
+            f"a point's dissimilarity to itself must be 0."
+        )
 
 
 def _lazy_pairwise(Xd: da.Array, metric: Any, metric_params: dict | None) -> da.Array:
     """All pairwise distances of the rows as a lazy n x n dask array (never stored)."""
     if len(Xd.chunks[1]) != 1:
         Xd = Xd.rechunk({1: -1})
-    return da.blockwise(pairwise_distances, "ij", Xd, "ik", Xd, "jk", metric, None, metric_params, None,
-                        concatenate=True, dtype=np.float64)
+    return da.blockwise(
+        pairwise_distances,
+        "ij",
+        Xd,
+        "ik",
+        Xd,
+        "jk",
+        metric,
+        None,
+        metric_params,
+        None,
+        concatenate=True,
+        dtype=np.float64,
+    )
 
 
 class ClassicalMDS(BigdrEstimator):
@@ -147,8 +165,15 @@ class ClassicalMDS(BigdrEstimator):
     (50, 2)
     """
 
-    def __init__(self, n_components: int = 2, metric: Any = "euclidean", metric_params: dict | None = None,
-                 n_oversamples: int = 10, n_iter: int = 4, random_state: int | None = 0) -> None:
+    def __init__(
+        self,
+        n_components: int = 2,
+        metric: Any = "euclidean",
+        metric_params: dict | None = None,
+        n_oversamples: int = 10,
+        n_iter: int = 4,
+        random_state: int | None = 0,
+    ) -> None:
         self.n_components = n_components
         self.metric = metric
         self.metric_params = metric_params
@@ -195,7 +220,7 @@ class ClassicalMDS(BigdrEstimator):
 
     def _fit_pca(self, Xd: da.Array, in_memory: bool) -> np.ndarray | da.Array:
         pca = PCA(n_components=min(self.n_components, Xd.shape[1]), svd_solver="auto").fit(Xd)
-        Y = pca.transform(Xd).astype(np.float64)
+        Y: da.Array = da.asarray(pca.transform(Xd)).astype(np.float64)
         evals = pca.singular_values_.astype(np.float64) ** 2
         missing = self.n_components - len(evals)
         if missing > 0:  # fewer features than components: the rest are 0
@@ -231,9 +256,13 @@ class ClassicalMDS(BigdrEstimator):
         values, vectors = spec.values[:k], spec.vectors[:, :k]
         positive = values > 0
         if not positive.all():
-            warnings.warn(f"Only {int(positive.sum())} of the {k} leading eigenvalues are positive (the "
-                          f"dissimilarities are not Euclidean; negative_mass_={spec.negative_mass:.3g}); the other "
-                          f"components are set to 0.", NonEuclideanWarning, stacklevel=4)
+            warnings.warn(
+                f"Only {int(positive.sum())} of the {k} leading eigenvalues are positive (the "
+                f"dissimilarities are not Euclidean; negative_mass_={spec.negative_mass:.3g}); the other "
+                f"components are set to 0.",
+                NonEuclideanWarning,
+                stacklevel=4,
+            )
         self.eigenvalues_ = values
         self.negative_mass_ = spec.negative_mass
         self.spectrum_complete_ = spec.complete
@@ -313,8 +342,15 @@ class LandmarkMDS(ExtensionEstimator):
     (5, 2)
     """
 
-    def __init__(self, n_components: int = 2, n_landmarks: int = 500, landmark_method: str = "random",
-                 metric: Any = "euclidean", metric_params: dict | None = None, random_state: int | None = 0) -> None:
+    def __init__(
+        self,
+        n_components: int = 2,
+        n_landmarks: int = 500,
+        landmark_method: str = "random",
+        metric: Any = "euclidean",
+        metric_params: dict | None = None,
+        random_state: int | None = 0,
+    ) -> None:
         self.n_components = n_components
         self.n_landmarks = n_landmarks
         self.landmark_method = landmark_method
@@ -332,8 +368,10 @@ class LandmarkMDS(ExtensionEstimator):
         Xd = as_array(X, name="X")
         m = min(int(self.n_landmarks), Xd.shape[0])
         if m <= k:
-            raise ValueError(f"{m} landmarks cannot span n_components={k} dimensions: n_landmarks and the number of "
-                             f"rows must exceed n_components.")
+            raise ValueError(
+                f"{m} landmarks cannot span n_components={k} dimensions: n_landmarks and the number of "
+                f"rows must exceed n_components."
+            )
         rows, idx = select_landmarks(Xd, m, self.landmark_method, seed)
         sq = pairwise_distances(rows, rows, self.metric, self.metric_params) ** 2
         sq = (sq + sq.T) / 2
@@ -364,8 +402,11 @@ class LandmarkMDS(ExtensionEstimator):
         return self.embedding_ if wants_numpy(X) else self.transform(X)
 
     def summary(self) -> dict[str, Any]:
-        return {"eigenvalues": self.eigenvalues_.tolist(), "negative_mass": self.negative_mass_,
-                "n_landmarks": self.n_landmarks_}
+        return {
+            "eigenvalues": self.eigenvalues_.tolist(),
+            "negative_mass": self.negative_mass_,
+            "n_landmarks": self.n_landmarks_,
+        }
 
     def describe(self) -> str:
         return f"landmark MDS ({self.n_landmarks_} landmarks): negative mass {self.negative_mass_:.3g}"

@@ -33,16 +33,19 @@ class Method:
         return getattr(importlib.import_module(f"bigdr.{module}"), name)
 
 
-METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("pca", "pca:PCA", "principal component analysis in one pass"),
-    Method("classical-mds", "mds:ClassicalMDS", "classical MDS (PCA for euclidean features)"),
-    Method("landmark-mds", "mds:LandmarkMDS", "landmark MDS and triangulation", {"landmarks": "n_landmarks"}),
-    Method("isomap", "isomap:Isomap", "Isomap: exact, landmarks, or a sampled graph"),
-    Method("diffusion-map", "spectral:DiffusionMap", "diffusion map with Nystrom extension"),
-    Method("spectral-embedding", "spectral:SpectralEmbedding", "Laplacian eigenmaps with Nystrom extension"),
-    Method("gaussian-rp", "projection:GaussianRandomProjection", "Gaussian random projection"),
-    Method("sparse-rp", "projection:SparseRandomProjection", "sparse random projection"),
-)}
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method("pca", "pca:PCA", "principal component analysis in one pass"),
+        Method("classical-mds", "mds:ClassicalMDS", "classical MDS (PCA for euclidean features)"),
+        Method("landmark-mds", "mds:LandmarkMDS", "landmark MDS and triangulation", {"landmarks": "n_landmarks"}),
+        Method("isomap", "isomap:Isomap", "Isomap: exact, landmarks, or a sampled graph"),
+        Method("diffusion-map", "spectral:DiffusionMap", "diffusion map with Nystrom extension"),
+        Method("spectral-embedding", "spectral:SpectralEmbedding", "Laplacian eigenmaps with Nystrom extension"),
+        Method("gaussian-rp", "projection:GaussianRandomProjection", "Gaussian random projection"),
+        Method("sparse-rp", "projection:SparseRandomProjection", "sparse random projection"),
+    )
+}
 
 
 def import_all() -> dict[str, type[BigdrEstimator]]:

@@ -10,6 +10,7 @@ top eigenvectors of the sample covariance ``C = Xc^T Xc / (n - 1)``
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 import dask.array as da
@@ -44,7 +45,8 @@ def _column_moments_of(block: np.ndarray) -> Moments:
     return moments_block(block, diagonal=True)
 
 
-_MERGEABLE = {
+#: solver -> (block kernel, merge, eigensolver of the merged state)
+_MERGEABLE: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[..., Eigenpairs]]] = {
     "covariance": (_moments_of, merge_moments, scatter_eigh),
     "tsqr": (qr_block, merge_qr, qr_eigh),
 }
@@ -88,16 +90,24 @@ class PCA(BigdrEstimator):
 
     Attributes
     ----------
-    components_ : (n_components_, n_features) principal axes; the entry of
-        largest magnitude of each is positive.
-    explained_variance_, explained_variance_ratio_, singular_values_,
-    mean_, n_components_, n_samples_seen_, n_features_in_, noise_variance_ :
-        as in scikit-learn. ``noise_variance_`` is the mean of the discarded
-        eigenvalues. With ``n_components="mp"``, ``mp_noise_variance_`` and
-        ``mp_edge_`` hold the estimated sigma^2 and the bulk edge.
-    spectrum_ : variances of all ``min(n, p)`` components (only the leading
-        ones for the randomized solver), for scree plots.
-    svd_solver_ : the solver used.
+    components_ : ndarray (k, n_features)
+        Principal axes (``k`` is ``n_components_``); the entry of largest
+        magnitude of each is positive.
+    explained_variance_, explained_variance_ratio_, singular_values_ : ndarray (k,)
+        As in scikit-learn.
+    mean_ : ndarray (n_features,)
+    n_components_, n_samples_seen_, n_features_in_ : int
+    noise_variance_ : float
+        The mean of the discarded eigenvalues.
+    mp_noise_variance_, mp_edge_ : float
+        With ``n_components="mp"``: the estimated sigma^2 and the bulk edge.
+    spectrum_ : ndarray
+        Variances of all ``min(n, p)`` components (only the leading ones for
+        the randomized solver), for scree plots.
+    svd_solver_ : str
+        The solver used.
+    seed_ : int
+        The seed used.
 
     Notes
     -----
@@ -191,7 +201,7 @@ class PCA(BigdrEstimator):
         return "randomized"
 
     # -- fitting ------------------------------------------------------------
-    def fit(self, X: Any, y: Any = None) -> "PCA":
+    def fit(self, X: Any, y: Any = None) -> PCA:
         """Fit the model to ``X`` (numpy, dask, zarr, h5py or a path)."""
         self._check_params()
         Xd = as_array(X, check_finite=False)
@@ -237,7 +247,7 @@ class PCA(BigdrEstimator):
         eig = randomized_scatter_eig(Xd, col.mean, k, self.n_oversamples, self.n_iter, self.seed_)
         self._set_fitted(eig.values, eig.vectors, n, col.mean, col.scatter.sum(), Xd.dtype, k)
 
-    def partial_fit(self, X: Any, y: Any = None) -> "PCA":
+    def partial_fit(self, X: Any, y: Any = None) -> PCA:
         """Merge the batch ``X`` into the model (covariance or tsqr state; exact)."""
         self._check_params()
         solver = "covariance" if self.svd_solver == "auto" else self.svd_solver

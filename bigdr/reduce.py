@@ -8,7 +8,8 @@ holds the kernels and merges); also used by landmark sampling
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import dask
 import dask.array as da
@@ -26,8 +27,9 @@ def _merge_args(merge: Callable, *items: Any) -> Any:
     return merge_all([_unwrap(i) for i in items], merge)
 
 
-def _state_of_block(block: np.ndarray, block_fn: Callable, with_offset: bool = False,
-                   block_info: Any = None) -> np.ndarray:
+def _state_of_block(
+    block: np.ndarray, block_fn: Callable, with_offset: bool = False, block_info: Any = None
+) -> np.ndarray:
     out = np.empty((1, 1), dtype=object)
     if with_offset:
         out[0, 0] = block_fn(block, block_info[0]["array-location"][0][0])
@@ -56,8 +58,9 @@ def tree_reduce(
     """
     if len(X.chunks[1]) != 1:
         X = X.rechunk({1: -1})
-    states = X.map_blocks(
+    states = da.map_blocks(
         _state_of_block,
+        X,
         block_fn=block_fn,
         with_offset=with_offset,
         dtype=object,

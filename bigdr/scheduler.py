@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 import dask
 
@@ -40,8 +40,12 @@ def use_scheduler(spec: str | None = None, *, n_workers: int | None = None) -> I
 
     if spec in ("local-cluster", "local"):
         workers = n_workers or max(1, min(os.cpu_count() or 1, 4))
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          host="127.0.0.1", dashboard_address=None) as cluster, Client(cluster) as client:
+        with (
+            LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+            ) as cluster,
+            Client(cluster) as client,
+        ):
             yield client
         return
     if "://" in spec or ":" in spec:

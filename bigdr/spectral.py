@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from ._compute import compute
 from ._random import resolve_seed
-from ._validation import check_int
+from ._validation import check_int, check_real
 from .base import ExtensionEstimator, wants_numpy
 from .core.eigen import flip_signs, smallest_eigh
 from .exceptions import DisconnectedGraphWarning
@@ -61,9 +61,23 @@ ON_DISCONNECTED = ("warn", "raise")
 class NystromExtension(Extension):
     """What a worker needs to embed rows: the reference index, the kernel rule and the eigenvectors."""
 
-    def __init__(self, index: NeighborIndex, W: sp.csr_matrix, k: int, k_query: int, radius: np.ndarray,
-                 q: np.ndarray, kernel: str, epsilon: float, self_loops: bool, alpha: float, kind: str,
-                 phi: np.ndarray, mu: np.ndarray, scale: np.ndarray) -> None:
+    def __init__(
+        self,
+        index: NeighborIndex,
+        W: sp.csr_matrix,
+        k: int,
+        k_query: int,
+        radius: np.ndarray,
+        q: np.ndarray,
+        kernel: str,
+        epsilon: float,
+        self_loops: bool,
+        alpha: float,
+        kind: str,
+        phi: np.ndarray,
+        mu: np.ndarray,
+        scale: np.ndarray,
+    ) -> None:
         self.index, self.W, self.k, self.k_query = index, W, k, k_query
         self.radius, self.q = radius, q
         self.kernel, self.epsilon, self.self_loops, self.alpha = kernel, epsilon, self_loops, alpha
@@ -72,8 +86,9 @@ class NystromExtension(Extension):
 
     def embed_piece(self, rows: np.ndarray) -> np.ndarray:
         ind, dist = self.index.query_block(rows, self.k_query)
-        w, is_self = new_row_weights(ind, dist.astype(np.float64), self.k, self.radius, self.kernel,
-                                     self.epsilon, self.self_loops)
+        w, is_self = new_row_weights(
+            ind, dist.astype(np.float64), self.k, self.radius, self.kernel, self.epsilon, self.self_loops
+        )
         # A reference row's candidates may miss a far reverse neighbour;
         # its kernel row is known exactly, so use it (Nyström on the
         # training points themselves, as in the fit).
@@ -117,8 +132,7 @@ class _SpectralBase(ExtensionEstimator):
         check_int(self.n_components, "n_components")
         check_int(self.n_neighbors, "n_neighbors")
         if not (isinstance(self.epsilon, str) and self.epsilon == "auto"):
-            if isinstance(self.epsilon, bool) or not np.isscalar(self.epsilon) or not self.epsilon > 0:
-                raise ValueError(f"epsilon must be 'auto' or a positive number; got {self.epsilon!r}.")
+            check_real(self.epsilon, "epsilon ('auto' or a number)", 0, low_open=True)
         check_policy(self.on_disconnected, ON_DISCONNECTED)
         check_method(self.neighbor_method)
         check_metric(self.metric, self.neighbor_method)
@@ -153,15 +167,19 @@ class _SpectralBase(ExtensionEstimator):
         if k >= n_ref:
             raise ValueError(f"n_neighbors={k} must be less than the {n_ref} rows of the graph.")
         if d >= n_ref:
-            raise ValueError(f"n_components={d} must be less than the number of graph rows ({n_ref}): the first "
-                             f"eigenvector is the trivial one.")
-        ind, dist = knn_graph(ref, k, metric=self.metric, method=self.neighbor_method,
-                              random_state=self.seed_).compute()
+            raise ValueError(
+                f"n_components={d} must be less than the number of graph rows ({n_ref}): the first "
+                f"eigenvector is the trivial one."
+            )
+        ind, dist = knn_graph(
+            ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_
+        ).compute()
         dist = dist.astype(np.float64)
         eps = auto_epsilon(dist) if isinstance(self.epsilon, str) else float(self.epsilon)
         aff = affinity(ind, dist, self._kernel, eps, self._self_loops)
         _, _, self.n_graph_components_ = resolve_components(
-            aff.W, self.on_disconnected, hint="n_neighbors (or epsilon)", allowed=ON_DISCONNECTED, stacklevel=4)
+            aff.W, self.on_disconnected, hint="n_neighbors (or epsilon)", allowed=ON_DISCONNECTED, stacklevel=4
+        )
         op = symmetric_operator(aff.W, self._kind, alpha)
         L, q = op.L, op.q
         eig = smallest_eigh(L, d + 1, self.eigen_solver, self.seed_, op.null_vector)
@@ -169,14 +187,18 @@ class _SpectralBase(ExtensionEstimator):
         scale_l = float(abs(L).sum(axis=1).max())
         self.n_unit_eigenvalues_ = int(np.sum(mu < 1e-9 * scale_l))
         if self.n_unit_eigenvalues_ > 1:
-            warnings.warn(f"{self.n_unit_eigenvalues_} eigenvalues of the Markov matrix equal 1 (the kernel graph "
-                          f"is disconnected); the leading coordinates indicate components, not geometry.",
-                          DisconnectedGraphWarning, stacklevel=3)
+            warnings.warn(
+                f"{self.n_unit_eigenvalues_} eigenvalues of the Markov matrix equal 1 (the kernel graph "
+                f"is disconnected); the leading coordinates indicate components, not geometry.",
+                DisconnectedGraphWarning,
+                stacklevel=3,
+            )
         phi = U if op.d is None else U / np.sqrt(op.d)[:, None]
         phi = flip_signs(phi[:, 1:])
         mu = mu[1:]
         scale = self._scale(mu)
-        reference_embedding = (phi * np.sqrt(op.d)[:, None] if self._kind == "symmetric" else phi) * scale
+        d_root = np.sqrt(op.d) if op.d is not None else np.ones(n_ref)
+        reference_embedding = (phi * d_root[:, None] if self._kind == "symmetric" else phi) * scale
 
         self.mode_ = mode
         self.epsilon_ = eps
@@ -205,9 +227,21 @@ class _SpectralBase(ExtensionEstimator):
         index.fit(self.reference_rows_)
         k_query = min(len(self.reference_rows_), int(self.max_degree_) + 2)
         return NystromExtension(
-            index, self._kernel_matrix(), self.n_neighbors, k_query, self.neighbor_radius_, self.degrees_,
-            self._kernel, self.epsilon_, self._self_loops, self._alpha(), self._kind, self.eigenvectors_,
-            self.laplacian_eigenvalues_, self._scale(self.laplacian_eigenvalues_))
+            index,
+            self._kernel_matrix(),
+            self.n_neighbors,
+            k_query,
+            self.neighbor_radius_,
+            self.degrees_,
+            self._kernel,
+            self.epsilon_,
+            self._self_loops,
+            self._alpha(),
+            self._kind,
+            self.eigenvectors_,
+            self.laplacian_eigenvalues_,
+            self._scale(self.laplacian_eigenvalues_),
+        )
 
     def _kernel_matrix(self) -> sp.csr_matrix:
         """The reference rows' affinity (kept as CSR arrays so that models persist without pickle)."""
@@ -223,12 +257,18 @@ class _SpectralBase(ExtensionEstimator):
         return self.embedding_ if wants_numpy(X) else Y
 
     def summary(self) -> dict[str, Any]:
-        return {"eigenvalues": self.eigenvalues_.tolist(), "epsilon": self.epsilon_, "mode": self.mode_,
-                "graph_rows": len(self.reference_rows_)}
+        return {
+            "eigenvalues": self.eigenvalues_.tolist(),
+            "epsilon": self.epsilon_,
+            "mode": self.mode_,
+            "graph_rows": len(self.reference_rows_),
+        }
 
     def describe(self) -> str:
-        return (f"{type(self).__name__} ({self.mode_}, graph of {len(self.reference_rows_)} rows): "
-                f"eigenvalues {[round(float(v), 6) for v in self.eigenvalues_]}")
+        return (
+            f"{type(self).__name__} ({self.mode_}, graph of {len(self.reference_rows_)} rows): "
+            f"eigenvalues {[round(float(v), 6) for v in self.eigenvalues_]}"
+        )
 
 
 class DiffusionMap(_SpectralBase):
@@ -275,9 +315,20 @@ class DiffusionMap(_SpectralBase):
     _self_loops = True
     _kind = "markov"
 
-    def __init__(self, n_components: int = 2, n_neighbors: int = 15, epsilon: Any = "auto", alpha: float = 1.0,
-                 t: float = 1, landmarks: Any = "auto", eigen_solver: str = "auto", metric: str = "euclidean",
-                 neighbor_method: str = "auto", on_disconnected: str = "warn", random_state: int = 0) -> None:
+    def __init__(
+        self,
+        n_components: int = 2,
+        n_neighbors: int = 15,
+        epsilon: Any = "auto",
+        alpha: float = 1.0,
+        t: float = 1,
+        landmarks: Any = "auto",
+        eigen_solver: str = "auto",
+        metric: str = "euclidean",
+        neighbor_method: str = "auto",
+        on_disconnected: str = "warn",
+        random_state: int = 0,
+    ) -> None:
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.epsilon = epsilon
@@ -337,10 +388,20 @@ class SpectralEmbedding(_SpectralBase):
 
     _self_loops = False
 
-    def __init__(self, n_components: int = 2, affinity: str = "nearest_neighbors", n_neighbors: int = 10,
-                 laplacian: str = "random_walk", epsilon: Any = "auto", landmarks: Any = "auto",
-                 eigen_solver: str = "auto", metric: str = "euclidean", neighbor_method: str = "auto",
-                 on_disconnected: str = "warn", random_state: int = 0) -> None:
+    def __init__(
+        self,
+        n_components: int = 2,
+        affinity: str = "nearest_neighbors",
+        n_neighbors: int = 10,
+        laplacian: str = "random_walk",
+        epsilon: Any = "auto",
+        landmarks: Any = "auto",
+        eigen_solver: str = "auto",
+        metric: str = "euclidean",
+        neighbor_method: str = "auto",
+        on_disconnected: str = "warn",
+        random_state: int = 0,
+    ) -> None:
         self.n_components = n_components
         self.affinity = affinity
         self.n_neighbors = n_neighbors
@@ -354,7 +415,7 @@ class SpectralEmbedding(_SpectralBase):
         self.random_state = random_state
 
     @property
-    def _kernel(self) -> str:
+    def _kernel(self) -> str:  # type: ignore[override]  # a class attribute in DiffusionMap
         if self.affinity == "nearest_neighbors":
             return "connectivity"
         if self.affinity not in KERNELS:
@@ -362,7 +423,7 @@ class SpectralEmbedding(_SpectralBase):
         return self.affinity
 
     @property
-    def _kind(self) -> str:
+    def _kind(self) -> str:  # type: ignore[override]  # a class attribute in DiffusionMap
         kinds = {"random_walk": "markov", "symmetric": "symmetric", "unnormalized": "unnormalized"}
         if self.laplacian not in kinds:
             raise ValueError(f"laplacian must be 'random_walk', 'symmetric' or 'unnormalized'; got {self.laplacian!r}.")
@@ -374,8 +435,15 @@ class SpectralEmbedding(_SpectralBase):
         return self.laplacian_eigenvalues_
 
 
-def diffusion_distance(X: Any, t: float = 1, n_neighbors: int = 15, epsilon: Any = "auto", alpha: float = 1.0,
-                       metric: str = "euclidean", max_samples: int = 5000) -> np.ndarray:
+def diffusion_distance(
+    X: Any,
+    t: float = 1,
+    n_neighbors: int = 15,
+    epsilon: Any = "auto",
+    alpha: float = 1.0,
+    metric: str = "euclidean",
+    max_samples: int = 5000,
+) -> np.ndarray:
     """Diffusion distances of a small set by their definition (Coifman & Lafon 2006).
 
     ``D_t(i, j)^2 = sum_l (M^t[i, l] - M^t[j, l])^2 / deg(l)`` with ``M`` and

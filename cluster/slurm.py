@@ -32,10 +32,19 @@ def run() -> int:
 
     cls = PBSCluster if args.pbs else SLURMCluster
     extra = {"account": args.account} if args.account else {}
-    with cls(cores=args.cores, processes=1, memory=args.memory, queue=args.queue, walltime=args.walltime,
-             # One BLAS thread per dask thread on the compute nodes too.
-             job_script_prologue=["export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1"],
-             **extra) as cluster, Client(cluster) as client:
+    with (
+        cls(
+            cores=args.cores,
+            processes=1,
+            memory=args.memory,
+            queue=args.queue,
+            walltime=args.walltime,
+            # One BLAS thread per dask thread on the compute nodes too.
+            job_script_prologue=["export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1"],
+            **extra,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         cluster.scale(jobs=args.jobs)
         client.wait_for_workers(1, timeout=3600)
         command = [a for a in args.bigdr_args if a != "--"]

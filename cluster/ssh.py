@@ -26,10 +26,16 @@ def run() -> int:
     from distributed import Client, SSHCluster
 
     hosts = args.hosts.split(",")
-    with SSHCluster(hosts, connect_options={"known_hosts": None},
-                    worker_options={"nthreads": args.nthreads, "memory_limit": args.memory},
-                    scheduler_options={"port": 8786, "dashboard_address": ":8787"},
-                    remote_python=args.python) as cluster, Client(cluster) as client:
+    with (
+        SSHCluster(
+            hosts,
+            connect_options={"known_hosts": None},
+            worker_options={"nthreads": args.nthreads, "memory_limit": args.memory},
+            scheduler_options={"port": 8786, "dashboard_address": ":8787"},
+            remote_python=args.python,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         client.wait_for_workers(len(hosts) - 1, timeout=600)
         command = [a for a in args.bigdr_args if a != "--"]
         return bigdr_main(command + ["--scheduler", cluster.scheduler_address])

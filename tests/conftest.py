@@ -12,8 +12,9 @@ def cluster_client():
     """A real distributed scheduler with two worker processes on 127.0.0.1."""
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
         with Client(cluster, set_as_default=False) as client:
             yield client
 

@@ -20,8 +20,9 @@ def spiked_store(tmp_path_factory):
 
 def test_generate_then_fit_transform_matches_sklearn(spiked_store, tmp_path, capsys):
     out, model_path, png = tmp_path / "emb.zarr", tmp_path / "model", tmp_path / "scree.png"
-    rc = main(["fit-transform", str(spiked_store), str(out), "-k", "2", "--save-model", str(model_path),
-               "--scree", str(png)])
+    rc = main(
+        ["fit-transform", str(spiked_store), str(out), "-k", "2", "--save-model", str(model_path), "--scree", str(png)]
+    )
     assert rc == 0
     assert "2 components" in capsys.readouterr().out
     X = zarr.open(str(spiked_store), mode="r")["X"][:]
@@ -36,7 +37,9 @@ def test_generate_then_fit_transform_matches_sklearn(spiked_store, tmp_path, cap
 def test_fraction_and_mp_options(spiked_store, tmp_path):
     assert main(["fit-transform", str(spiked_store), str(tmp_path / "a.zarr"), "-k", "mp"]) == 0
     assert zarr.open(str(tmp_path / "a.zarr"), mode="r").shape == (30000, 2)
-    assert main(["fit-transform", str(spiked_store), str(tmp_path / "b.zarr"), "-k", "0.5", "--svd-solver", "tsqr"]) == 0
+    assert (
+        main(["fit-transform", str(spiked_store), str(tmp_path / "b.zarr"), "-k", "0.5", "--svd-solver", "tsqr"]) == 0
+    )
 
 
 def test_info_on_store_and_model(spiked_store, tmp_path, capsys):
@@ -62,7 +65,10 @@ def test_info_on_store_and_model(spiked_store, tmp_path, capsys):
         (["info", "/nonexistent"], "No such"),
         (["fit-transform", "SPIKED", "OUT", "--method", "isomap", "-k", "0.5"], "must be an int"),
         (["fit-transform", "SPIKED", "OUT", "--method", "isomap", "--scree", "OUT"], "pca only"),
-        (["fit-transform", "SPIKED", "OUT", "--method", "landmark-mds", "--landmarks", "none"], "n_landmarks must be an int"),
+        (
+            ["fit-transform", "SPIKED", "OUT", "--method", "landmark-mds", "--landmarks", "none"],
+            "n_landmarks must be an int",
+        ),
     ],
 )
 def test_bad_input_one_line_error_and_nothing_written(spiked_store, tmp_path, capsys, argv, message):
@@ -95,7 +101,10 @@ def test_existing_output_needs_overwrite(spiked_store, tmp_path, capsys):
 
 def test_scheduler_address_runs_on_the_cluster(cluster_client, spiked_store, tmp_path):
     address = cluster_client.scheduler.address
-    count = lambda: cluster_client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
+
+    def count():
+        return cluster_client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
+
     before = count()
     rc = main(["fit-transform", str(spiked_store), str(tmp_path / "d.zarr"), "--scheduler", address, "-k", "2"])
     assert rc == 0
@@ -111,8 +120,23 @@ def test_isomap_and_landmark_mds_through_the_cli(tmp_path, capsys):
     roll = tmp_path / "roll.zarr"
     assert main(["generate", "swiss-roll", str(roll), "-n", "6000", "--noise", "0.05", "--seed", "2"]) == 0
     out, model = tmp_path / "iso.zarr", tmp_path / "iso-model"
-    rc = main(["fit-transform", str(roll), str(out), "--dataset", "X", "--method", "isomap", "--landmarks", "128",
-               "--graph-sample", "3000", "--save-model", str(model)])
+    rc = main(
+        [
+            "fit-transform",
+            str(roll),
+            str(out),
+            "--dataset",
+            "X",
+            "--method",
+            "isomap",
+            "--landmarks",
+            "128",
+            "--graph-sample",
+            "3000",
+            "--save-model",
+            str(model),
+        ]
+    )
     assert rc == 0 and "Isomap (sampled, 128 landmarks, graph of 3000 rows)" in capsys.readouterr().out
     emb = zarr.open(str(out), mode="r")
     t = zarr.open(str(roll), mode="r")["coords"][:, 0]
@@ -120,11 +144,41 @@ def test_isomap_and_landmark_mds_through_the_cli(tmp_path, capsys):
     assert abs(spearmanr(emb[:, 0], t).statistic) > 0.99
     X = zarr.open(str(roll), mode="r")["X"][:]
     np.testing.assert_allclose(bigdr.load(str(model)).transform(X[:50]), emb[:50], atol=1e-9)
-    assert main(["fit-transform", str(roll), str(tmp_path / "l.zarr"), "--dataset", "X", "--method",
-                 "landmark-mds", "--landmarks", "50"]) == 0
+    assert (
+        main(
+            [
+                "fit-transform",
+                str(roll),
+                str(tmp_path / "l.zarr"),
+                "--dataset",
+                "X",
+                "--method",
+                "landmark-mds",
+                "--landmarks",
+                "50",
+            ]
+        )
+        == 0
+    )
     assert zarr.open(str(tmp_path / "l.zarr"), mode="r").attrs["negative_mass"] < 1e-9
-    assert main(["fit-transform", str(roll), str(tmp_path / "dm.zarr"), "--dataset", "X", "--method",
-                 "diffusion-map", "--landmarks", "2000", "--n-neighbors", "12"]) == 0
+    assert (
+        main(
+            [
+                "fit-transform",
+                str(roll),
+                str(tmp_path / "dm.zarr"),
+                "--dataset",
+                "X",
+                "--method",
+                "diffusion-map",
+                "--landmarks",
+                "2000",
+                "--n-neighbors",
+                "12",
+            ]
+        )
+        == 0
+    )
     dm = zarr.open(str(tmp_path / "dm.zarr"), mode="r")
     assert dm.attrs["mode"] == "landmarks" and abs(spearmanr(dm[:, 0], t).statistic) > 0.99
 
@@ -138,8 +192,22 @@ def test_random_projection_with_report(tmp_path, capsys):
     X = np.random.default_rng(0).standard_normal((2000, 3000)).astype(np.float32)
     zarr.create_array(str(wide), shape=X.shape, chunks=(500, 1000), dtype="f4")[:] = X
     out = tmp_path / "rp.zarr"
-    rc = main(["fit-transform", str(wide), str(out), "--method", "gaussian-rp", "-k", "auto", "--eps", "0.3",
-               "--report", "--save-model", str(tmp_path / "rp-model")])
+    rc = main(
+        [
+            "fit-transform",
+            str(wide),
+            str(out),
+            "--method",
+            "gaussian-rp",
+            "-k",
+            "auto",
+            "--eps",
+            "0.3",
+            "--report",
+            "--save-model",
+            str(tmp_path / "rp-model"),
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "within 1 +- 0.3" in text
@@ -149,8 +217,20 @@ def test_random_projection_with_report(tmp_path, capsys):
     np.testing.assert_allclose(bigdr.load(str(tmp_path / "rp-model")).transform(X[:10]), emb[:10], rtol=1e-4, atol=1e-4)
     M = sp.random(1000, 20000, density=1e-3, format="csr", random_state=1, dtype=np.float32)
     write_sparse_zarr(M, tmp_path / "sparse.zarr")
-    assert main(["fit-transform", str(tmp_path / "sparse.zarr"), str(tmp_path / "s.zarr"), "--method", "sparse-rp",
-                 "-k", "24"]) == 0
+    assert (
+        main(
+            [
+                "fit-transform",
+                str(tmp_path / "sparse.zarr"),
+                str(tmp_path / "s.zarr"),
+                "--method",
+                "sparse-rp",
+                "-k",
+                "24",
+            ]
+        )
+        == 0
+    )
     assert zarr.open(str(tmp_path / "s.zarr"), mode="r").shape == (1000, 24)
     assert main(["fit-transform", str(wide), str(tmp_path / "x.zarr"), "--method", "pca", "--report"]) == 2
     assert "--report applies" in capsys.readouterr().err
@@ -158,8 +238,13 @@ def test_random_projection_with_report(tmp_path, capsys):
 
 def test_demo_and_help_via_the_installed_entry_point(tmp_path):
     env = {**os.environ, "BIGDR_SCHEDULER": "threads"}
-    run = subprocess.run([sys.executable, "-m", "bigdr.cli", "demo", "--out", str(tmp_path / "d"), "-n", "20000"],
-                         capture_output=True, text=True, env=env, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "bigdr.cli", "demo", "--out", str(tmp_path / "d"), "-n", "20000"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     assert "kept 3 components" in run.stdout
     for name in ("data.zarr", "embedding.zarr", "model.zarr", "scree.png"):

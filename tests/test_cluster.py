@@ -54,15 +54,43 @@ class Cluster:
         tls_args = []
         if tls:
             tls_args = ["--tls-ca-file", tls["ca"], "--tls-cert", tls["cert"], "--tls-key", tls["key"]]
-        self.procs = [_start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                              "--no-dashboard", "--scheduler-file", str(self.scheduler_file)]
-                             + (["--protocol", "tls"] if tls else []) + tls_args, self.log)]
+        self.procs = [
+            _start(
+                [
+                    "distributed.cli.dask_scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--no-dashboard",
+                    "--scheduler-file",
+                    str(self.scheduler_file),
+                ]
+                + (["--protocol", "tls"] if tls else [])
+                + tls_args,
+                self.log,
+            )
+        ]
         _wait_for(self.scheduler_file)
         self.address = json.loads(self.scheduler_file.read_text())["address"]
         for _ in range(n_workers):
-            self.procs.append(_start(["distributed.cli.dask_worker", self.address, "--nthreads", "1",
-                                      "--memory-limit", memory_limit, "--no-dashboard", "--host", "127.0.0.1"]
-                                     + tls_args, self.log))
+            self.procs.append(
+                _start(
+                    [
+                        "distributed.cli.dask_worker",
+                        self.address,
+                        "--nthreads",
+                        "1",
+                        "--memory-limit",
+                        memory_limit,
+                        "--no-dashboard",
+                        "--host",
+                        "127.0.0.1",
+                    ]
+                    + tls_args,
+                    self.log,
+                )
+            )
 
     def close(self):
         _stop(self.procs)
@@ -86,8 +114,24 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
     root = tmp_path_factory.mktemp("stores")
-    assert main(["generate", "spiked", str(root / "spiked.zarr"), "-n", "400000", "-p", "20", "--seed", "1",
-                 "--chunk-rows", "20000"]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "spiked",
+                str(root / "spiked.zarr"),
+                "-n",
+                "400000",
+                "-p",
+                "20",
+                "--seed",
+                "1",
+                "--chunk-rows",
+                "20000",
+            ]
+        )
+        == 0
+    )
     assert main(["generate", "swiss-roll", str(root / "roll.zarr"), "-n", "60000", "--noise", "0.05"]) == 0
     return root
 
@@ -96,17 +140,22 @@ def _transitions(client):
     return client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
 
 
-@pytest.mark.parametrize("argv", [
-    ["--method", "pca", "-k", "3"],
-    ["--method", "gaussian-rp", "-k", "8"],
-    ["--method", "isomap", "--landmarks", "64", "--graph-sample", "5000"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--method", "pca", "-k", "3"],
+        ["--method", "gaussian-rp", "-k", "8"],
+        ["--method", "isomap", "--landmarks", "64", "--graph-sample", "5000"],
+    ],
+)
 def test_cli_on_the_cluster_equals_the_local_run(cluster, stores, tmp_path, argv):
     data = str(stores / ("roll.zarr" if "isomap" in argv else "spiked.zarr"))
     base = ["fit-transform", data, "--dataset", "X", *argv]
     before = _transitions(cluster.client)
-    assert main([base[0], base[1], str(tmp_path / "remote.zarr"), *base[2:], "--scheduler",
-                 str(cluster.scheduler_file)]) == 0
+    assert (
+        main([base[0], base[1], str(tmp_path / "remote.zarr"), *base[2:], "--scheduler", str(cluster.scheduler_file)])
+        == 0
+    )
     assert _transitions(cluster.client) > before + 10  # the work ran as tasks on that scheduler
     assert main([base[0], base[1], str(tmp_path / "local.zarr"), *base[2:]]) == 0
     remote, local = zarr.open(str(tmp_path / "remote.zarr"))[:], zarr.open(str(tmp_path / "local.zarr"))[:]
@@ -116,8 +165,20 @@ def test_cli_on_the_cluster_equals_the_local_run(cluster, stores, tmp_path, argv
 def test_worker_killed_mid_run_the_job_still_correct(cluster, stores, tmp_path):
     data = str(stores / "spiked.zarr")
     out = tmp_path / "killed.zarr"
-    argv = ["fit-transform", data, str(out), "--dataset", "X", "-k", "3", "--chunk-mib", "0.5",
-            "--scheduler", str(cluster.scheduler_file), "--no-progress"]
+    argv = [
+        "fit-transform",
+        data,
+        str(out),
+        "--dataset",
+        "X",
+        "-k",
+        "3",
+        "--chunk-mib",
+        "0.5",
+        "--scheduler",
+        str(cluster.scheduler_file),
+        "--no-progress",
+    ]
     pids = sorted(cluster.client.run(os.getpid).values())
     run = subprocess.Popen([PY, "-m", "bigdr.cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     done_dir = partial_path(out) / DONE_DIR
@@ -143,8 +204,9 @@ def test_interrupted_write_resumes_to_an_identical_store(stores, tmp_path, sig):
     argv = ["fit-transform", data, None, "--dataset", "X", "-k", "3", "--chunk-mib", "0.25", "--no-progress"]
     whole, cut = tmp_path / "whole.zarr", tmp_path / "cut.zarr"
     assert main([a if a else str(whole) for a in argv]) == 0
-    run = subprocess.Popen([PY, "-m", "bigdr.cli", *[a if a else str(cut) for a in argv]],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run = subprocess.Popen(
+        [PY, "-m", "bigdr.cli", *[a if a else str(cut) for a in argv]], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     done_dir = partial_path(cut) / DONE_DIR
     t0 = time.time()
     while not (done_dir.exists() and sum(f.name.isdigit() for f in done_dir.iterdir()) >= 5):
@@ -200,8 +262,9 @@ def test_tls_cluster_rejects_an_unauthenticated_client(tmp_path):
     c = Cluster(tmp_path, n_workers=1, tls=tls)
     try:
         assert c.address.startswith("tls://")
-        sec = Security(tls_ca_file=tls["ca"], tls_client_cert=tls["cert"], tls_client_key=tls["key"],
-                       require_encryption=True)
+        sec = Security(
+            tls_ca_file=tls["ca"], tls_client_cert=tls["cert"], tls_client_key=tls["key"], require_encryption=True
+        )
         with Client(c.address, security=sec, timeout="30s") as client:
             client.wait_for_workers(1, timeout=60)
             X = np.random.default_rng(0).standard_normal((5000, 6))
@@ -214,15 +277,32 @@ def test_tls_cluster_rejects_an_unauthenticated_client(tmp_path):
         # The command line reaches it through dask's TLS configuration (cluster/README.md).
         import dask
 
-        tls_config = {"distributed.comm.tls.ca-file": tls["ca"], "distributed.comm.tls.client.cert": tls["cert"],
-                      "distributed.comm.tls.client.key": tls["key"], "distributed.comm.require-encryption": True}
+        tls_config = {
+            "distributed.comm.tls.ca-file": tls["ca"],
+            "distributed.comm.tls.client.cert": tls["cert"],
+            "distributed.comm.tls.client.key": tls["key"],
+            "distributed.comm.require-encryption": True,
+        }
         X = np.random.default_rng(1).standard_normal((3000, 5))
         np.save(tmp_path / "x.npy", X)
         with dask.config.set(tls_config):
-            assert main(["fit-transform", str(tmp_path / "x.npy"), str(tmp_path / "y.zarr"), "-k", "2",
-                         "--scheduler", c.address]) == 0
-        np.testing.assert_allclose(np.abs(zarr.open(str(tmp_path / "y.zarr"))[:]), np.abs(bigdr.PCA(2).fit_transform(X)),
-                                   atol=1e-9)
+            assert (
+                main(
+                    [
+                        "fit-transform",
+                        str(tmp_path / "x.npy"),
+                        str(tmp_path / "y.zarr"),
+                        "-k",
+                        "2",
+                        "--scheduler",
+                        c.address,
+                    ]
+                )
+                == 0
+            )
+        np.testing.assert_allclose(
+            np.abs(zarr.open(str(tmp_path / "y.zarr"))[:]), np.abs(bigdr.PCA(2).fit_transform(X)), atol=1e-9
+        )
         # A client that trusts the cluster's CA but shows no certificate: the scheduler refuses the
         # handshake (distributed itself will not even try without a certificate).
         import socket
@@ -241,8 +321,9 @@ def test_tls_cluster_rejects_an_unauthenticated_client(tmp_path):
             Client(c.address.replace("tls://", "tcp://"), timeout="3s")  # plain TCP to a TLS scheduler
         (tmp_path / "other").mkdir()
         other = _write_tls_files(tmp_path / "other")
-        wrong = Security(tls_ca_file=other["ca"], tls_client_cert=other["cert"], tls_client_key=other["key"],
-                         require_encryption=True)
+        wrong = Security(
+            tls_ca_file=other["ca"], tls_client_cert=other["cert"], tls_client_key=other["key"], require_encryption=True
+        )
         with pytest.raises((OSError, TimeoutError)):
             Client(c.address, security=wrong, timeout="3s")  # a certificate the cluster's CA did not sign
     finally:

@@ -25,8 +25,10 @@ CLASSES = import_all()
 
 #: Checks an estimator is known to fail, with the reason (also listed in docs/estimators.md).
 EXPECTED_FAILURES = {
-    "DiffusionMap": {"check_dict_unchanged": "transform builds and caches the neighbour index of the reference "
-                                             "rows on first use, so a fit that only embeds its rows never pays for it"},
+    "DiffusionMap": {
+        "check_dict_unchanged": "transform builds and caches the neighbour index of the reference "
+        "rows on first use, so a fit that only embeds its rows never pays for it"
+    },
     "SpectralEmbedding": {"check_dict_unchanged": "as DiffusionMap: the Nystrom extension is built on first use"},
 }
 
@@ -44,8 +46,10 @@ def checking_instance(cls):
     return cls(**params)
 
 
-@parametrize_with_checks([checking_instance(c) for c in CLASSES.values()],
-                         expected_failed_checks=lambda est: EXPECTED_FAILURES.get(type(est).__name__, {}))
+@parametrize_with_checks(
+    [checking_instance(c) for c in CLASSES.values()],
+    expected_failed_checks=lambda est: EXPECTED_FAILURES.get(type(est).__name__, {}),
+)
 def test_scikit_learn_contract(estimator, check):
     check(estimator)
 
@@ -140,8 +144,12 @@ def test_bad_input(name, data):
             est.transform(data)
     bad_nan = data.copy()
     bad_nan[7, 1] = np.nan
-    cases = [(bad_nan, ValueError, "NaN"), (data[:, 0], ValueError, "2-D"),
-             (data.astype(complex), ValueError, "Complex"), (np.array([["a", "b"]] * 10), TypeError, "non-numeric")]
+    cases = [
+        (bad_nan, ValueError, "NaN"),
+        (data[:, 0], ValueError, "2-D"),
+        (data.astype(complex), ValueError, "Complex"),
+        (np.array([["a", "b"]] * 10), TypeError, "non-numeric"),
+    ]
     for X, err, match in cases:
         with pytest.raises(err, match=match):
             make(CLASSES[name]).fit(X)
@@ -159,6 +167,7 @@ def test_scikit_learn_tools(name, data):
     assert list(out.columns) == list(clone(est).fit(data).get_feature_names_out())
     assert make_pipeline(StandardScaler(), clone(est)).fit_transform(data).shape == (600, 2)
     if "random_state" in est.get_params():
-        search = GridSearchCV(make_pipeline(clone(est)), {f"{name.lower()}__random_state": [0, 1]},
-                              scoring=lambda e, X, y=None: 0.0, cv=2).fit(data)
+        search = GridSearchCV(
+            make_pipeline(clone(est)), {f"{name.lower()}__random_state": [0, 1]}, scoring=lambda e, X, y=None: 0.0, cv=2
+        ).fit(data)
         assert search.best_params_

@@ -3,8 +3,8 @@ import pytest
 import scipy.sparse as sp
 
 from bigdr.graph.affinity import affinity, auto_epsilon, check_alpha, new_row_weights
-from bigdr.graph.operators import laplacian, markov_matrix, normalise
 from bigdr.graph.knn import knn_graph
+from bigdr.graph.operators import laplacian, markov_matrix, normalise
 
 
 @pytest.fixture(scope="module")

@@ -44,9 +44,16 @@ def test_maxmin_order_is_farthest_point():
     np.testing.assert_array_equal(maxmin(pts, 4), [0, 2, 3, 1])
 
 
-@pytest.mark.parametrize("kw, exc", [({"n_landmarks": 0}, ValueError), ({"n_landmarks": 11}, ValueError),
-                                     ({"n_landmarks": 2.0}, TypeError), ({"n_landmarks": 2, "method": "kmeans"}, ValueError),
-                                     ({"n_landmarks": 5, "method": "maxmin", "sample_size": 3}, ValueError)])
+@pytest.mark.parametrize(
+    "kw, exc",
+    [
+        ({"n_landmarks": 0}, ValueError),
+        ({"n_landmarks": 11}, ValueError),
+        ({"n_landmarks": 2.0}, TypeError),
+        ({"n_landmarks": 2, "method": "kmeans"}, ValueError),
+        ({"n_landmarks": 5, "method": "maxmin", "sample_size": 3}, ValueError),
+    ],
+)
 def test_bad_input(kw, exc):
     with pytest.raises(exc):
         select_landmarks(np.zeros((10, 2)), **kw)

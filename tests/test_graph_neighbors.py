@@ -2,11 +2,11 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+from conftest import exact_neighbors, recall
 from sklearn.neighbors import NearestNeighbors
 
 from bigdr.graph.knn import KNNGraph, knn_graph
 from bigdr.graph.neighbors import NeighborIndex, choose_method
-from conftest import exact_neighbors, recall
 
 
 @pytest.mark.parametrize("metric", ["euclidean", "manhattan", "cosine", "chebyshev"])
@@ -126,7 +126,9 @@ def test_brute_force_index_is_exact(manifold_50d, metric):
     index = NeighborIndex(metric=metric, method="brute").fit(X[:1500])
     ind, dist = index.query_block(X[1500:], 8)
     ref_metric = "euclidean" if metric == "sqeuclidean" else metric
-    rdist, rind = NearestNeighbors(n_neighbors=8, metric=ref_metric, algorithm="brute").fit(X[:1500]).kneighbors(X[1500:])
+    rdist, rind = (
+        NearestNeighbors(n_neighbors=8, metric=ref_metric, algorithm="brute").fit(X[:1500]).kneighbors(X[1500:])
+    )
     if metric == "sqeuclidean":
         rdist = rdist**2
     np.testing.assert_array_equal(ind, rind)

@@ -2,15 +2,15 @@ import numpy as np
 import pytest
 
 from bigdr.exceptions import DisconnectedGraphWarning
+from bigdr.graph.knn import knn_graph
 from bigdr.graph.sparse import (
-    resolve_components,
     connected_components,
     dense_distance_graph,
     largest_component,
     radius_graph,
+    resolve_components,
     to_csr,
 )
-from bigdr.graph.knn import knn_graph
 
 
 def test_union_and_mutual_are_symmetric_and_nested(swiss_roll_small):
@@ -34,7 +34,9 @@ def test_duplicate_points_keep_their_edges():
 
 def test_components_of_a_deliberately_disconnected_set():
     rng = np.random.default_rng(0)
-    X = np.vstack([rng.standard_normal((300, 2)), rng.standard_normal((100, 2)) + 100, rng.standard_normal((50, 2)) - 100])
+    X = np.vstack(
+        [rng.standard_normal((300, 2)), rng.standard_normal((100, 2)) + 100, rng.standard_normal((50, 2)) - 100]
+    )
     g = knn_graph(X, 5)
     n, labels, sizes = connected_components(g)
     assert n == 3 and list(sizes) == [300, 100, 50]

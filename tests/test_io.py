@@ -1,4 +1,3 @@
-
 import dask.array as da
 import h5py
 import numpy as np

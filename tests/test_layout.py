@@ -16,14 +16,30 @@ ROOT = Path(__file__).resolve().parents[1] / "bigdr"
 
 #: Layer of each module (prefix match, longest first); a module may import its own layer and below.
 LAYERS = {
-    "bigdr._version": 0, "bigdr.exceptions": 0, "bigdr._validation": 0, "bigdr._random": 0,
-    "bigdr._compute": 1, "bigdr.scheduler": 1,
-    "bigdr.core": 2, "bigdr.io": 2,
-    "bigdr.reduce": 3, "bigdr.linalg": 3,
-    "bigdr.graph": 4, "bigdr.extension": 4,
+    "bigdr._version": 0,
+    "bigdr.exceptions": 0,
+    "bigdr._validation": 0,
+    "bigdr._random": 0,
+    "bigdr._compute": 1,
+    "bigdr.scheduler": 1,
+    "bigdr.core": 2,
+    "bigdr.io": 2,
+    "bigdr.reduce": 3,
+    "bigdr.linalg": 3,
+    "bigdr.graph": 4,
+    "bigdr.extension": 4,
     "bigdr.base": 5,
-    "bigdr.pca": 6, "bigdr.mds": 6, "bigdr.isomap": 6, "bigdr.spectral": 6, "bigdr.projection": 6,
-    "bigdr.persist": 7, "bigdr.methods": 7, "bigdr.cli": 7, "bigdr.plot": 7, "bigdr.datasets": 7, "bigdr": 8,
+    "bigdr.pca": 6,
+    "bigdr.mds": 6,
+    "bigdr.isomap": 6,
+    "bigdr.spectral": 6,
+    "bigdr.projection": 6,
+    "bigdr.persist": 7,
+    "bigdr.methods": 7,
+    "bigdr.cli": 7,
+    "bigdr.plot": 7,
+    "bigdr.datasets": 7,
+    "bigdr": 8,
 }
 #: Same-layer imports allowed only inside one package (core <-> core), not across (core -> io).
 PACKAGES = ("bigdr.core", "bigdr.io", "bigdr.graph")
@@ -88,7 +104,7 @@ def test_no_import_cycle():
         state[node] = 1
         for nxt in graph[node]:
             if state.get(nxt) == 1:
-                cycle = path[path.index(nxt):] + [nxt]
+                cycle = path[path.index(nxt) :] + [nxt]
                 raise AssertionError(f"import cycle: {' -> '.join(cycle)}")
             if nxt not in state:
                 visit(nxt, path + [nxt])

@@ -1,8 +1,5 @@
 import dask.array as da
 import numpy as np
-
-import bigdr
-import bigdr.mds
 import pytest
 import zarr
 from hypothesis import given, settings
@@ -11,10 +8,12 @@ from scipy.spatial import procrustes
 from scipy.spatial.distance import cdist
 from sklearn.manifold import ClassicalMDS as SkClassicalMDS
 
-from bigdr.extension import extend_blockwise
+import bigdr
+import bigdr.mds
 from bigdr import ClassicalMDS, LandmarkMDS, load
 from bigdr.core.triangulation import double_centre, landmark_mds, triangulate
 from bigdr.exceptions import NonEuclideanWarning
+from bigdr.extension import extend_blockwise
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 import zarr
+from conftest import correlated
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.decomposition import PCA as SkPCA
@@ -11,7 +12,6 @@ from sklearn.decomposition import PCA as SkPCA
 import bigdr
 from bigdr import PCA
 from bigdr.exceptions import NotFittedError
-from conftest import correlated
 
 EXACT = ["covariance", "tsqr", "samples"]
 
@@ -122,7 +122,9 @@ def test_whiten_matches_sklearn(rng):
     model = PCA(3, whiten=True).fit(X)
     np.testing.assert_allclose(model.transform(X), ref.transform(X), atol=1e-8)
     np.testing.assert_allclose(np.var(model.transform(X), axis=0, ddof=1), 1, rtol=1e-10)
-    np.testing.assert_allclose(model.inverse_transform(model.transform(X)), ref.inverse_transform(ref.transform(X)), atol=1e-8)
+    np.testing.assert_allclose(
+        model.inverse_transform(model.transform(X)), ref.inverse_transform(ref.transform(X)), atol=1e-8
+    )
 
 
 def test_float32_stays_float32(rng):

@@ -3,10 +3,10 @@ import json
 import numpy as np
 import pytest
 import zarr
+from conftest import correlated
 
 import bigdr
 from bigdr import PCA
-from conftest import correlated
 
 
 def _fitted(rng, **kw):

@@ -8,9 +8,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.random_projection import johnson_lindenstrauss_min_dim as sk_jl
 
-from bigdr import GaussianRandomProjection, SparseRandomProjection, distortion_report, johnson_lindenstrauss_min_dim, load
-from bigdr.io import write_sparse_zarr
+from bigdr import (
+    GaussianRandomProjection,
+    SparseRandomProjection,
+    distortion_report,
+    johnson_lindenstrauss_min_dim,
+    load,
+)
 from bigdr.exceptions import DataDimensionalityWarning
+from bigdr.io import write_sparse_zarr
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +42,7 @@ def test_jl_bounds():
 @settings(max_examples=6, deadline=None)
 @given(rows=st.integers(50, 600), cols=st.integers(100, 2500), sparse=st.booleans())
 def test_same_output_for_any_chunking(wide, rows, cols, sparse):
-    model = (SparseRandomProjection(40, random_state=3) if sparse else GaussianRandomProjection(40, random_state=3))
+    model = SparseRandomProjection(40, random_state=3) if sparse else GaussianRandomProjection(40, random_state=3)
     model.fit(wide)
     ref = model.transform(wide)
     got = model.transform(da.from_array(wide, chunks=(rows, cols))).compute()

@@ -9,10 +9,10 @@ from scipy.stats import spearmanr
 from sklearn.manifold import SpectralEmbedding as SkSpectralEmbedding
 
 from bigdr import DiffusionMap, SpectralEmbedding, diffusion_distance, load
-from bigdr.graph.affinity import affinity, auto_epsilon
-from bigdr.graph.operators import laplacian
 from bigdr.exceptions import DisconnectedGraphWarning
+from bigdr.graph.affinity import affinity, auto_epsilon
 from bigdr.graph.knn import knn_graph
+from bigdr.graph.operators import laplacian
 
 
 @pytest.fixture(scope="module")
@@ -95,11 +95,14 @@ def test_laplacian_eigenmaps_against_dense_laplacians(roll, kind):
     np.testing.assert_allclose(model.eigenvalues_, mu[1:3], atol=1e-10)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: DiffusionMap(2, n_neighbors=10),
-    lambda: SpectralEmbedding(2, n_neighbors=10, laplacian="symmetric"),
-    lambda: SpectralEmbedding(2, affinity="gaussian", n_neighbors=10, laplacian="unnormalized"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: DiffusionMap(2, n_neighbors=10),
+        lambda: SpectralEmbedding(2, n_neighbors=10, laplacian="symmetric"),
+        lambda: SpectralEmbedding(2, affinity="gaussian", n_neighbors=10, laplacian="unnormalized"),
+    ],
+)
 def test_nystrom_transform_reproduces_training_rows(roll, make):
     X, _ = roll
     model = make().fit(X)
@@ -140,11 +143,20 @@ def test_duplicate_points(roll):
     assert (gap < 0.01 * np.ptp(model.embedding_, axis=0)).all()
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(epsilon=0), "epsilon"), (dict(epsilon=-1.0), "epsilon"), (dict(alpha=1.5), "alpha"),
-    (dict(alpha=-0.1), "alpha"), (dict(t=-1), "t must"), (dict(n_components=600), "n_components"),
-    (dict(n_neighbors=0), "n_neighbors"), (dict(eigen_solver="x"), "eigen_solver"), (dict(landmarks=1), "landmarks"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(epsilon=0), "epsilon"),
+        (dict(epsilon=-1.0), "epsilon"),
+        (dict(alpha=1.5), "alpha"),
+        (dict(alpha=-0.1), "alpha"),
+        (dict(t=-1), "t must"),
+        (dict(n_components=600), "n_components"),
+        (dict(n_neighbors=0), "n_neighbors"),
+        (dict(eigen_solver="x"), "eigen_solver"),
+        (dict(landmarks=1), "landmarks"),
+    ],
+)
 def test_bad_input(kwargs, match):
     X = np.random.default_rng(0).standard_normal((600, 3))
     with pytest.raises(ValueError, match=match):

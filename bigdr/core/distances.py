@@ -6,15 +6,29 @@ from typing import Any
 
 import numpy as np
 
-KDTREE_METRICS = {"euclidean": 2, "l2": 2, "manhattan": 1, "cityblock": 1, "l1": 1, "chebyshev": np.inf,
-                  "cosine": 2}
+KDTREE_METRICS = {"euclidean": 2, "l2": 2, "manhattan": 1, "cityblock": 1, "l1": 1, "chebyshev": np.inf, "cosine": 2}
 CDIST_NAMES = {"manhattan": "cityblock", "l1": "cityblock", "l2": "euclidean"}
-CDIST_METRICS = {"l1", "l2", "euclidean", "sqeuclidean", "manhattan", "cityblock", "chebyshev", "cosine", "correlation",
-                 "minkowski", "canberra", "braycurtis", "hamming", "jaccard"}
+CDIST_METRICS = {
+    "l1",
+    "l2",
+    "euclidean",
+    "sqeuclidean",
+    "manhattan",
+    "cityblock",
+    "chebyshev",
+    "cosine",
+    "correlation",
+    "minkowski",
+    "canberra",
+    "braycurtis",
+    "hamming",
+    "jaccard",
+}
 
 
-def pairwise_distances(A: np.ndarray, B: np.ndarray, metric: Any = "euclidean",
-                       metric_params: dict | None = None) -> np.ndarray:
+def pairwise_distances(
+    A: np.ndarray, B: np.ndarray, metric: Any = "euclidean", metric_params: dict | None = None
+) -> np.ndarray:
     """Distances between the rows of two in-memory blocks, ``(len(A), len(B))``.
 
     ``metric`` is a name of ``scipy.spatial.distance.cdist`` (``manhattan``
@@ -27,8 +41,10 @@ def pairwise_distances(A: np.ndarray, B: np.ndarray, metric: Any = "euclidean",
     if callable(metric):
         D = np.asarray(metric(A, B, **(metric_params or {})), dtype=np.float64)
         if D.shape != (len(A), len(B)):
-            raise ValueError(f"The metric function returned shape {D.shape} for blocks of {len(A)} and {len(B)} "
-                             f"rows; it must return ({len(A)}, {len(B)}).")
+            raise ValueError(
+                f"The metric function returned shape {D.shape} for blocks of {len(A)} and {len(B)} "
+                f"rows; it must return ({len(A)}, {len(B)})."
+            )
         return D
     if metric in ("euclidean", "l2", "sqeuclidean") and A.shape[1] > 32:
         sq = np.einsum("ij,ij->i", A, A)[:, None] + np.einsum("ij,ij->i", B, B)[None, :] - 2.0 * (A @ B.T)
@@ -44,8 +60,10 @@ def check_distance_metric(metric: Any) -> None:
     if callable(metric):
         return
     if not isinstance(metric, str) or metric not in CDIST_METRICS:
-        raise ValueError(f"metric={metric!r} is not supported; use one of {sorted(CDIST_METRICS)} "
-                         f"or a function f(A, B) returning the distance matrix.")
+        raise ValueError(
+            f"metric={metric!r} is not supported; use one of {sorted(CDIST_METRICS)} "
+            f"or a function f(A, B) returning the distance matrix."
+        )
 
 
 def unit_rows(a: np.ndarray) -> np.ndarray:

@@ -20,7 +20,8 @@ Algorithms written as dask graphs that feed these solvers live in
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -35,7 +36,7 @@ class Eigenpairs(NamedTuple):
 
     values: np.ndarray  #: (k,) in the order asked for
     vectors: np.ndarray  #: (n, k) orthonormal columns; the largest-magnitude entry of each is positive
-    negative_mass: float = 0.0  #: sum |negative values| / sum |values| over the values computed
+    negative_mass: float = 0.0  #: absolute sum of the negative values over that of all values computed
     complete: bool = True  #: whether the whole spectrum was computed
 
 
@@ -145,8 +146,15 @@ DENSE_SPARSE_MAX = 2000
 SPARSE_SOLVERS = ("auto", "dense", "arpack", "lobpcg", "amg")
 
 
-def smallest_eigh(L: Any, k: int, solver: str = "auto", random_state: Any = 0, known: np.ndarray | None = None,
-                  tol: float = 1e-6, maxiter: int = 500) -> Eigenpairs:
+def smallest_eigh(
+    L: Any,
+    k: int,
+    solver: str = "auto",
+    random_state: Any = 0,
+    known: np.ndarray | None = None,
+    tol: float = 1e-6,
+    maxiter: int = 500,
+) -> Eigenpairs:
     """The ``k`` smallest eigenpairs of a sparse symmetric positive semi-definite matrix, ascending.
 
     ``dense``: LAPACK on the dense matrix (small n). ``arpack``: Lanczos on
@@ -205,7 +213,10 @@ def smallest_eigh(L: Any, k: int, solver: str = "auto", random_state: Any = 0, k
     w, V = w[order], V[:, order]
     residual = float(np.linalg.norm(L @ V - V * w, axis=0).max())
     if residual > 100 * tol:
-        warnings.warn(f"The eigensolver ({solver}) stopped after {maxiter} iterations with residual {residual:.2g}; "
-                      f"the embedding may be inaccurate. Try eigen_solver='amg' or 'arpack', or more neighbours.",
-                      ConvergenceWarning, stacklevel=3)
+        warnings.warn(
+            f"The eigensolver ({solver}) stopped after {maxiter} iterations with residual {residual:.2g}; "
+            f"the embedding may be inaccurate. Try eigen_solver='amg' or 'arpack', or more neighbours.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
     return Eigenpairs(w, flip_signs(V), 0.0, False)

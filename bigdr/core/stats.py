@@ -30,7 +30,8 @@ Two states carry the second moment of the centred data:
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg

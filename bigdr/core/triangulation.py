@@ -71,7 +71,9 @@ def landmark_mds(landmark_sq: np.ndarray, n_components: int, random_state: Any =
         warnings.warn(
             f"Only {int(positive.sum())} of the {n_components} leading eigenvalues of the double-centred "
             f"dissimilarities are positive; the other components are set to 0. Ask for fewer components.",
-            NonEuclideanWarning, stacklevel=3)
+            NonEuclideanWarning,
+            stacklevel=3,
+        )
     pinv = np.zeros_like(spec.vectors)
     pinv[:, positive] = spec.vectors[:, positive] / np.sqrt(spec.values[positive])
     return Triangulation(pinv, np.asarray(landmark_sq, dtype=np.float64).mean(axis=0), spec)

@@ -40,8 +40,10 @@ def auto_epsilon(distances: np.ndarray) -> float:
     """Half the median distance to the k-th neighbour (the last column of ``distances``)."""
     eps = float(np.median(distances[:, -1])) / 2
     if not eps > 0:
-        raise ValueError("Half or more of the rows have k duplicates at distance 0, so epsilon='auto' is 0; "
-                         "remove duplicates, raise n_neighbors or give epsilon.")
+        raise ValueError(
+            "Half or more of the rows have k duplicates at distance 0, so epsilon='auto' is 0; "
+            "remove duplicates, raise n_neighbors or give epsilon."
+        )
     return eps
 
 
@@ -58,8 +60,7 @@ class Affinity(NamedTuple):
     max_degree: int  #: most edges of any row (how many candidates a new row must look at)
 
 
-def affinity(indices: np.ndarray, distances: np.ndarray, kernel: str, epsilon: float,
-             self_loops: bool) -> Affinity:
+def affinity(indices: np.ndarray, distances: np.ndarray, kernel: str, epsilon: float, self_loops: bool) -> Affinity:
     """Sparse symmetric affinity of a kNN graph given as ``(n, k)`` indices and distances (self excluded)."""
     n, k = indices.shape
     rows = np.repeat(np.arange(n), k)
@@ -76,8 +77,9 @@ def affinity(indices: np.ndarray, distances: np.ndarray, kernel: str, epsilon: f
 
 
 # -- new rows (Nyström) -----------------------------------------------------------
-def new_row_weights(ind: np.ndarray, dist: np.ndarray, k: int, radius: np.ndarray, kernel: str, epsilon: float,
-                    self_loops: bool) -> tuple[np.ndarray, np.ndarray]:
+def new_row_weights(
+    ind: np.ndarray, dist: np.ndarray, k: int, radius: np.ndarray, kernel: str, epsilon: float, self_loops: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Affinity of new rows to the reference rows, by the rule that built the graph.
 
     ``ind``/``dist`` are each row's nearest reference rows (ascending, more

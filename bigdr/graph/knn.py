@@ -15,7 +15,17 @@ import numpy as np
 
 from .._compute import compute
 from ..io import as_array, from_numpy
-from .neighbors import BACKENDS, NeighborIndex, blockwise_query, check_k, check_method, check_metric, choose_method, drop_self, query_row_bytes
+from .neighbors import (
+    BACKENDS,
+    NeighborIndex,
+    blockwise_query,
+    check_k,
+    check_method,
+    check_metric,
+    choose_method,
+    drop_self,
+    query_row_bytes,
+)
 
 
 class KNNGraph:
@@ -26,8 +36,9 @@ class KNNGraph:
     own neighbour; exact duplicates are neighbours at distance 0.
     """
 
-    def __init__(self, indices: da.Array, distances: da.Array, metric: str = "euclidean",
-                 method: str | None = None) -> None:
+    def __init__(
+        self, indices: da.Array, distances: da.Array, metric: str = "euclidean", method: str | None = None
+    ) -> None:
         if indices.shape != distances.shape or indices.ndim != 2:
             raise ValueError(f"indices {indices.shape} and distances {distances.shape} must be equal n x k shapes.")
         self.indices, self.distances, self.metric, self.method = indices, distances, metric, method
@@ -41,14 +52,17 @@ class KNNGraph:
         return int(self.indices.shape[1])
 
     def __repr__(self) -> str:
-        return f"KNNGraph(n_samples={self.n_samples}, n_neighbors={self.n_neighbors}, metric={self.metric!r}, method={self.method!r})"
+        return (
+            f"KNNGraph(n_samples={self.n_samples}, n_neighbors={self.n_neighbors}, metric={self.metric!r}, "
+            f"method={self.method!r})"
+        )
 
     def compute(self) -> tuple[np.ndarray, np.ndarray]:
         """Both arrays in memory (n x k each)."""
         ind, dist = compute(self.indices, self.distances)
         return ind, dist
 
-    def persist(self) -> "KNNGraph":
+    def persist(self) -> KNNGraph:
         """Compute once and keep in memory (or on the cluster's workers)."""
         ind, dist = dask.persist(self.indices, self.distances)
         return KNNGraph(ind, dist, self.metric, self.method)
@@ -57,20 +71,25 @@ class KNNGraph:
         """Write both arrays to a zarr group atomically."""
         from ..io import write_zarr
 
-        attrs = {"kind": "bigdr-knn-graph", "metric": self.metric, "method": self.method,
-                 "n_neighbors": self.n_neighbors}
-        return str(write_zarr({"indices": self.indices, "distances": self.distances}, path, attrs=attrs,
-                              overwrite=overwrite))
+        attrs = {
+            "kind": "bigdr-knn-graph",
+            "metric": self.metric,
+            "method": self.method,
+            "n_neighbors": self.n_neighbors,
+        }
+        return str(
+            write_zarr({"indices": self.indices, "distances": self.distances}, path, attrs=attrs, overwrite=overwrite)
+        )
 
     @classmethod
-    def from_zarr(cls, path: str) -> "KNNGraph":
+    def from_zarr(cls, path: str) -> KNNGraph:
         """Open a graph written by :meth:`to_zarr` (lazily)."""
         import zarr
 
         from ..io import open_zarr
 
         group = zarr.open_group(str(path), mode="r")
-        attrs = dict(group.attrs)
+        attrs: dict[str, Any] = dict(group.attrs)
         if attrs.get("kind") != "bigdr-knn-graph":
             raise ValueError(f"{path!r} is not a kNN graph written by bigdr (no 'bigdr-knn-graph' marker).")
         ind = da.from_zarr(open_zarr(str(path), dataset="indices"))
@@ -78,8 +97,15 @@ class KNNGraph:
         return cls(ind, dist, attrs.get("metric", "euclidean"), attrs.get("method"))
 
 
-def knn_graph(X: Any, n_neighbors: int = 15, *, metric: str = "euclidean", method: str = "auto",
-              random_state: int | None = None, nndescent_kwargs: dict | None = None) -> KNNGraph:
+def knn_graph(
+    X: Any,
+    n_neighbors: int = 15,
+    *,
+    metric: str = "euclidean",
+    method: str = "auto",
+    random_state: int | None = None,
+    nndescent_kwargs: dict | None = None,
+) -> KNNGraph:
     """kNN graph of all rows of ``X``.
 
     Exact methods (``kdtree``, ``brute``) build the index on all rows and
@@ -106,6 +132,6 @@ def knn_graph(X: Any, n_neighbors: int = 15, *, metric: str = "euclidean", metho
         ind, dist = blockwise_query(Xd, index, k, exclude_self=True)
         return KNNGraph(ind, dist, metric, chosen)
     (data,) = compute(Xd)
-    ind, dist = backend.self_graph(np.ascontiguousarray(data), k, metric, random_state, nndescent_kwargs)
-    ind, dist = drop_self(ind.astype(np.int64), dist.astype(np.float32), np.arange(n))
-    return KNNGraph(from_numpy(ind, Xd.chunks[0]), from_numpy(dist, Xd.chunks[0]), metric, chosen)
+    found = backend.self_graph(np.ascontiguousarray(data), k, metric, random_state, nndescent_kwargs)
+    ind_n, dist_n = drop_self(found[0].astype(np.int64), found[1].astype(np.float32), np.arange(n))
+    return KNNGraph(from_numpy(ind_n, Xd.chunks[0]), from_numpy(dist_n, Xd.chunks[0]), metric, chosen)

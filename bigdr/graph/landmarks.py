@@ -42,7 +42,7 @@ SAMPLE_CHUNK_BYTES = 32 << 20
 
 class _Sample(NamedTuple):
     keys: np.ndarray
-    index: np.ndarray
+    index: np.ndarray  # type: ignore[assignment]  # a field named like tuple.index
     rows: np.ndarray
 
 
@@ -73,8 +73,10 @@ def _sample_block(block: np.ndarray, start: int, m: int, seed: int) -> _Sample:
 
 
 def _merge_samples(a: _Sample, b: _Sample, m: int) -> _Sample:
-    return _smallest(_Sample(np.concatenate([a.keys, b.keys]), np.concatenate([a.index, b.index]),
-                             np.concatenate([a.rows, b.rows])), m)
+    return _smallest(
+        _Sample(np.concatenate([a.keys, b.keys]), np.concatenate([a.index, b.index]), np.concatenate([a.rows, b.rows])),
+        m,
+    )
 
 
 def uniform_sample(X: Any, size: int, random_state: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -83,8 +85,14 @@ def uniform_sample(X: Any, size: int, random_state: int = 0) -> tuple[np.ndarray
     Xd = as_array(X, extra_row_bytes=32, chunk_bytes=SAMPLE_CHUNK_BYTES)
     size = check_count(size, Xd.shape[0], "size")
     seed = resolve_seed(random_state)
-    (s,) = compute(tree_reduce(Xd, functools.partial(_sample_block, m=size, seed=seed),
-                               functools.partial(_merge_samples, m=size), with_offset=True))
+    (s,) = compute(
+        tree_reduce(
+            Xd,
+            functools.partial(_sample_block, m=size, seed=seed),
+            functools.partial(_merge_samples, m=size),
+            with_offset=True,
+        )
+    )
     return s.rows, s.index
 
 
@@ -103,8 +111,9 @@ def maxmin(points: np.ndarray, m: int, first: int = 0) -> np.ndarray:
     return chosen
 
 
-def select_landmarks(X: Any, n_landmarks: int, method: str = "random", random_state: int = 0,
-                     sample_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def select_landmarks(
+    X: Any, n_landmarks: int, method: str = "random", random_state: int = 0, sample_size: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Choose landmark rows of ``X`` in one pass.
 
     Parameters

@@ -106,8 +106,9 @@ class Backend:
     builds_self_graph = False
 
     @classmethod
-    def self_graph(cls, data: np.ndarray, k: int, metric: str, random_state: int | None,
-                   options: dict | None) -> tuple[np.ndarray, np.ndarray]:
+    def self_graph(
+        cls, data: np.ndarray, k: int, metric: str, random_state: int | None, options: dict | None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The (k + 1)-neighbour graph of ``data`` itself (each row among its own neighbours)."""
         raise NotImplementedError
 
@@ -188,8 +189,9 @@ class NNDescentBackend(Backend):
     builds_self_graph = True
 
     @classmethod
-    def self_graph(cls, data: np.ndarray, k: int, metric: str, random_state: int | None,
-                   options: dict | None) -> tuple[np.ndarray, np.ndarray]:
+    def self_graph(
+        cls, data: np.ndarray, k: int, metric: str, random_state: int | None, options: dict | None
+    ) -> tuple[np.ndarray, np.ndarray]:
         from pynndescent import NNDescent
 
         nnd = NNDescent(data, n_neighbors=k + 1, metric=metric, random_state=random_state, **dict(options or {}))
@@ -241,8 +243,14 @@ class NeighborIndex:
     ([[0, 1]], 'kdtree')
     """
 
-    def __init__(self, metric: str = "euclidean", method: str = "auto", random_state: int | None = None,
-                 nndescent_kwargs: dict | None = None, query_epsilon: float = 0.1) -> None:
+    def __init__(
+        self,
+        metric: str = "euclidean",
+        method: str = "auto",
+        random_state: int | None = None,
+        nndescent_kwargs: dict | None = None,
+        query_epsilon: float = 0.1,
+    ) -> None:
         self.metric = metric
         self.method = method
         self.random_state = random_state
@@ -297,8 +305,9 @@ def check_k(k: Any, n_available: int, what: str) -> int:
     return int(k)
 
 
-def _query_records(block: np.ndarray, index: NeighborIndex, k: int, exclude_self: bool,
-                   block_info: Any = None) -> np.ndarray:
+def _query_records(
+    block: np.ndarray, index: NeighborIndex, k: int, exclude_self: bool, block_info: Any = None
+) -> np.ndarray:
     start = block_info[0]["array-location"][0][0] if block_info else 0
     kq = k + 1 if exclude_self else k
     ind, dist = index.query_block(block, kq)
@@ -329,12 +338,15 @@ def blockwise_query(Xd: da.Array, index: NeighborIndex, k: int, exclude_self: bo
     # whole tree just to name the key (seconds for a large index).
     index_key = dask.delayed(index, name=index._key_name, traverse=False)
     record = np.dtype([("i", np.int64, (k,)), ("d", np.float32, (k,))])
-    records = da.map_blocks(_query_records, Xd, index_key, k, exclude_self, drop_axis=1, dtype=record,
-                            meta=np.empty((0,), dtype=record))
-    ind = records.map_blocks(_field, "i", new_axis=1, chunks=(Xd.chunks[0], (k,)), dtype=np.int64,
-                             meta=np.empty((0, 0), np.int64))
-    dist = records.map_blocks(_field, "d", new_axis=1, chunks=(Xd.chunks[0], (k,)), dtype=np.float32,
-                              meta=np.empty((0, 0), np.float32))
+    records = da.map_blocks(
+        _query_records, Xd, index_key, k, exclude_self, drop_axis=1, dtype=record, meta=np.empty((0,), dtype=record)
+    )
+    ind = records.map_blocks(
+        _field, "i", new_axis=1, chunks=(Xd.chunks[0], (k,)), dtype=np.int64, meta=np.empty((0, 0), np.int64)
+    )
+    dist = records.map_blocks(
+        _field, "d", new_axis=1, chunks=(Xd.chunks[0], (k,)), dtype=np.float32, meta=np.empty((0, 0), np.float32)
+    )
     return ind, dist
 
 

@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+
 class Normalised(NamedTuple):
     q: np.ndarray  #: degrees of W (the density estimate used by alpha)
     d: np.ndarray  #: degrees of W_alpha

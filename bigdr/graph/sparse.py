@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components as _cc
 
 from .._compute import compute, parallelism
+from .._validation import check_real
 from ..core.distances import KDTREE_METRICS
 from ..exceptions import DisconnectedGraphWarning
 from ..io import as_array
@@ -69,8 +70,7 @@ def radius_graph(X: Any, radius: float, metric: str = "euclidean") -> sp.csr_mat
     """
     from scipy.spatial import cKDTree
 
-    if not np.isscalar(radius) or not radius > 0:
-        raise ValueError(f"radius must be a positive number; got {radius!r}.")
+    radius = check_real(radius, "radius", 0, low_open=True)
     if metric not in KDTREE_METRICS or metric == "cosine":
         raise ValueError(f"radius_graph supports euclidean, manhattan and chebyshev; got {metric!r}.")
     (data,) = compute(as_array(X))
@@ -125,10 +125,16 @@ def check_policy(policy: Any, allowed: tuple[str, ...]) -> str:
     return str(policy)
 
 
-def resolve_components(adjacency: sp.spmatrix, policy: str, *, points: np.ndarray | None = None,
-                       metric: str = "euclidean", hint: str = "n_neighbors",
-                       allowed: tuple[str, ...] = DISCONNECTED_POLICIES,
-                       stacklevel: int = 3) -> tuple[sp.csr_matrix, np.ndarray, int]:
+def resolve_components(
+    adjacency: sp.spmatrix,
+    policy: str,
+    *,
+    points: np.ndarray | None = None,
+    metric: str = "euclidean",
+    hint: str = "n_neighbors",
+    allowed: tuple[str, ...] = DISCONNECTED_POLICIES,
+    stacklevel: int = 3,
+) -> tuple[sp.csr_matrix, np.ndarray, int]:
     """Apply the disconnected-graph policy: ``(graph, eligible rows, number of components found)``.
 
     The one place that decides what a disconnected graph means; the message
@@ -149,11 +155,13 @@ def resolve_components(adjacency: sp.spmatrix, policy: str, *, points: np.ndarra
             raise ValueError("on_disconnected='join' needs the points of the graph.")
         return join_components(adjacency, points, metric), eligible, n_comp
     if policy == "largest":
-        warnings.warn(f"{what}; embedding the largest ({sizes[0]} rows).", DisconnectedGraphWarning,
-                      stacklevel=stacklevel)
+        warnings.warn(
+            f"{what}; embedding the largest ({sizes[0]} rows).", DisconnectedGraphWarning, stacklevel=stacklevel
+        )
         return sp.csr_matrix(adjacency), labels == 0, n_comp
-    warnings.warn(f"{what}; increase {hint} for one connected embedding.", DisconnectedGraphWarning,
-                  stacklevel=stacklevel)
+    warnings.warn(
+        f"{what}; increase {hint} for one connected embedding.", DisconnectedGraphWarning, stacklevel=stacklevel
+    )
     return sp.csr_matrix(adjacency), eligible, n_comp
 
 

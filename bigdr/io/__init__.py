@@ -6,6 +6,21 @@ from .read import DEFAULT_CHUNK_BYTES, as_array, chunk_budget, from_numpy, open_
 from .sparse import is_sparse_zarr, open_sparse_zarr, write_sparse_zarr
 from .write import DONE_DIR, check_writable, partial_path, publish, read_attrs, temporary_sibling, write_zarr
 
-__all__ = ["DEFAULT_CHUNK_BYTES", "DONE_DIR", "as_array", "check_writable", "chunk_budget", "from_numpy",
-           "is_sparse_zarr", "open_sparse_zarr", "open_zarr", "partial_path", "publish", "read_attrs",
-           "temporary_sibling", "with_finite_check", "write_sparse_zarr", "write_zarr"]
+__all__ = [
+    "DEFAULT_CHUNK_BYTES",
+    "DONE_DIR",
+    "as_array",
+    "check_writable",
+    "chunk_budget",
+    "from_numpy",
+    "is_sparse_zarr",
+    "open_sparse_zarr",
+    "open_zarr",
+    "partial_path",
+    "publish",
+    "read_attrs",
+    "temporary_sibling",
+    "with_finite_check",
+    "write_sparse_zarr",
+    "write_zarr",
+]

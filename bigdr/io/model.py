@@ -108,8 +108,8 @@ def read_model(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
     if not p.exists():
         raise FileNotFoundError(f"No saved model at {str(path)!r}.")
     try:
-        group = zarr.open_group(str(p), mode="r")
-        meta = dict(group.attrs)
+        group: Any = zarr.open_group(str(p), mode="r")
+        meta: dict[str, Any] = dict(group.attrs)
     except Exception as exc:
         raise ValueError(f"{str(path)!r} is not a saved bigdr model (cannot open it as a zarr group: {exc}).") from exc
     if meta.get("format") != FORMAT:
@@ -128,7 +128,6 @@ def read_model(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
         except Exception as exc:
             raise ValueError(f"{str(path)!r} is truncated: array {name!r} cannot be read ({exc}).") from exc
         if _digest(value) != info.get("sha256"):
-            raise ValueError(f"{str(path)!r} is corrupted or was modified: array {name!r} does not match its "
-                             f"checksum.")
+            raise ValueError(f"{str(path)!r} is corrupted or was modified: array {name!r} does not match its checksum.")
         arrays[name] = value
     return meta, arrays

@@ -58,7 +58,6 @@ def _float_dtype(dtype: np.dtype, name: str) -> np.dtype:
     )
 
 
-
 def _row_chunks(n: int, row_bytes: int, chunk_bytes: int, base: int | None) -> tuple[int, ...]:
     rows = max(1, chunk_bytes // max(row_bytes, 1))
     if base:
@@ -215,7 +214,12 @@ def as_array(
     elif is_zarr:
         base = X.chunks[0] if X.ndim >= 1 else None
         arr = da.from_zarr(X, chunks=X.chunks)
-    elif hasattr(X, "shape") and hasattr(X, "dtype") and not isinstance(X, np.ndarray) and type(X).__module__.startswith("h5py"):
+    elif (
+        hasattr(X, "shape")
+        and hasattr(X, "dtype")
+        and not isinstance(X, np.ndarray)
+        and type(X).__module__.startswith("h5py")
+    ):
         base = X.chunks[0] if X.chunks else None
         arr = da.from_array(X, chunks=X.chunks or "auto", lock=True)
     else:
@@ -233,8 +237,9 @@ def as_array(
             try:
                 X = X.astype(np.float64)
             except (TypeError, ValueError) as exc:
-                raise TypeError(f"{name} has entries that are not numbers ({exc}); convert it to a numeric "
-                                f"array first.") from exc
+                raise TypeError(
+                    f"{name} has entries that are not numbers ({exc}); convert it to a numeric array first."
+                ) from exc
         if X.ndim == 2 and X.shape[0] >= 1 and X.shape[1] >= 1 and X.dtype.kind in "biuf":
             itemsize = _float_dtype(X.dtype, name).itemsize
             arr = from_numpy(X, _row_chunks(X.shape[0], X.shape[1] * itemsize + extra_row_bytes, chunk_bytes, None))
@@ -242,19 +247,29 @@ def as_array(
             arr = da.from_array(X, chunks=X.shape or 1, name=False)
 
     if arr.ndim != 2:
-        hint = (" Reshape your data either using X.reshape(-1, 1) if it has a single feature or X.reshape(1, -1) "
-                "if it is a single sample.") if arr.ndim == 1 else ""
+        hint = (
+            (
+                " Reshape your data either using X.reshape(-1, 1) if it has a single feature or X.reshape(1, -1) "
+                "if it is a single sample."
+            )
+            if arr.ndim == 1
+            else ""
+        )
         raise ValueError(f"{name} must be 2-D (samples x features); got {arr.ndim}-D with shape {arr.shape}.{hint}")
     n, p = arr.shape
     if any(np.isnan(s) for s in arr.shape):
         raise ValueError(f"{name} has unknown chunk sizes; call X.compute_chunk_sizes() first.")
     # The wording of scikit-learn's check_array, so tools that parse it keep working.
     if p < 1:
-        raise ValueError(f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required: "
-                         f"{name} needs at least one feature.")
+        raise ValueError(
+            f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required: "
+            f"{name} needs at least one feature."
+        )
     if n < min_rows:
-        raise ValueError(f"Found array with {n} sample(s) (shape={arr.shape}) while a minimum of {min_rows} is "
-                         f"required: {name} needs at least {min_rows} rows.")
+        raise ValueError(
+            f"Found array with {n} sample(s) (shape={arr.shape}) while a minimum of {min_rows} is "
+            f"required: {name} needs at least {min_rows} rows."
+        )
     dtype = _float_dtype(arr.dtype, name)
     if arr.dtype != dtype:
         arr = arr.astype(dtype)
@@ -282,7 +297,7 @@ def as_array(
 
 def with_finite_check(arr: da.Array) -> da.Array:
     """Add the lazy NaN/Inf check to every block of ``arr`` (fused into the next pass)."""
-    return arr.map_blocks(_finite_block, dtype=arr.dtype, name=f"bigdr-check-finite-{arr.name}")
+    return da.map_blocks(_finite_block, arr, dtype=arr.dtype, name=f"bigdr-check-finite-{arr.name}")
 
 
 def _finite_block(block: np.ndarray, block_info: Any = None) -> np.ndarray:

@@ -16,8 +16,14 @@ from .write import check_writable, publish, temporary_sibling
 SPARSE_FORMAT = "bigdr-csr"
 
 
-def write_sparse_zarr(blocks: Any, path: str | os.PathLike, n_features: int | None = None, *,
-                      overwrite: bool = False, chunk_nnz: int = 1 << 22) -> Path:
+def write_sparse_zarr(
+    blocks: Any,
+    path: str | os.PathLike,
+    n_features: int | None = None,
+    *,
+    overwrite: bool = False,
+    chunk_nnz: int = 1 << 22,
+) -> Path:
     """Write a CSR matrix, or an iterable of CSR row blocks, to a zarr group atomically.
 
     The group holds ``indptr`` (int64), ``indices`` (int32 or int64) and
@@ -45,8 +51,10 @@ def write_sparse_zarr(blocks: Any, path: str | os.PathLike, n_features: int | No
             if block.shape[1] != n_features:
                 raise ValueError(f"A block has {block.shape[1]} columns; expected {n_features}.")
             if made is None:
-                made = {name: group.create_array(name, shape=(0,), chunks=(chunk_nnz,), dtype=dt)
-                        for name, dt in (("data", block.dtype), ("indices", index_dtype))}
+                made = {
+                    name: group.create_array(name, shape=(0,), chunks=(chunk_nnz,), dtype=dt)
+                    for name, dt in (("data", block.dtype), ("indices", index_dtype))
+                }
             m = block.nnz
             for name, values in (("data", block.data), ("indices", block.indices.astype(index_dtype))):
                 made[name].resize((nnz + m,))
@@ -57,7 +65,9 @@ def write_sparse_zarr(blocks: Any, path: str | os.PathLike, n_features: int | No
         if made is None:
             raise ValueError("No rows to write.")
         indptr = np.concatenate(indptr_parts)
-        group.create_array("indptr", shape=indptr.shape, chunks=(min(len(indptr), 1 << 22),), dtype=np.int64)[:] = indptr
+        group.create_array("indptr", shape=indptr.shape, chunks=(min(len(indptr), 1 << 22),), dtype=np.int64)[:] = (
+            indptr
+        )
         group.attrs.update({"format": SPARSE_FORMAT, "shape": [rows, int(n_features)], "bigdr_version": __version__})
         publish(tmp, final, overwrite)
     except BaseException:
@@ -81,7 +91,7 @@ def _read_csr_rows(path: str, r0: int, r1: int, lo: int, hi: int, n_features: in
     import scipy.sparse as sp
     import zarr
 
-    group = zarr.open_group(str(path), mode="r")
+    group: Any = zarr.open_group(str(path), mode="r")
     return sp.csr_matrix((group["data"][lo:hi], group["indices"][lo:hi], indptr - lo), shape=(r1 - r0, n_features))
 
 
@@ -91,7 +101,7 @@ def open_sparse_zarr(path: str, chunk_nnz: int = 8_000_000):
     import scipy.sparse as sp
     import zarr
 
-    group = zarr.open_group(str(path), mode="r")
+    group: Any = zarr.open_group(str(path), mode="r")
     n, p = group.attrs["shape"]
     indptr = np.asarray(group["indptr"][:])
     dtype = group["data"].dtype
@@ -102,6 +112,7 @@ def open_sparse_zarr(path: str, chunk_nnz: int = 8_000_000):
     for r0, r1 in zip(bounds[:-1], bounds[1:]):
         lo, hi = int(indptr[r0]), int(indptr[r1])
         block = dask.delayed(_read_csr_rows, pure=True)(str(path), int(r0), int(r1), lo, hi, p, indptr[r0 : r1 + 1])
-        parts.append(da.from_delayed(block, shape=(int(r1 - r0), p), dtype=dtype,
-                                     meta=sp.csr_matrix((0, p), dtype=dtype)))
+        parts.append(
+            da.from_delayed(block, shape=(int(r1 - r0), p), dtype=dtype, meta=sp.csr_matrix((0, p), dtype=dtype))
+        )
     return da.concatenate(parts, axis=0)

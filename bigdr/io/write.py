@@ -18,6 +18,7 @@ import numpy as np
 
 from .._version import __version__
 
+
 def json_safe(obj: Any) -> Any:
     return json.loads(json.dumps(obj, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
 
@@ -30,7 +31,9 @@ def publish(tmp: Path, final: Path, overwrite: bool) -> None:
     """Move a complete store from ``tmp`` to ``final`` by renames only."""
     if final.exists():
         if not overwrite:
-            raise FileExistsError(f"{final} already exists; pass overwrite=True (command line: --overwrite) to replace it.")
+            raise FileExistsError(
+                f"{final} already exists; pass overwrite=True (command line: --overwrite) to replace it."
+            )
         trash = temporary_sibling(final)
         os.rename(final, trash)
         os.rename(tmp, final)
@@ -148,7 +151,8 @@ def write_zarr(
         elif resume:
             raise ValueError(
                 f"The partial store {tmp} was written by a different run (its parameters, input or shapes "
-                f"differ), so it cannot be resumed. Remove it, or run without --resume to start again.")
+                f"differ), so it cannot be resumed. Remove it, or run without --resume to start again."
+            )
         else:
             shutil.rmtree(tmp)
     try:
@@ -156,16 +160,26 @@ def write_zarr(
             shutil.rmtree(tmp, ignore_errors=True)
             if single:
                 (arr,) = prepared.values()
-                zarr.create_array(str(tmp), shape=arr.shape, chunks=tuple(max(c[0], 1) for c in arr.chunks) or (),
-                                  dtype=arr.dtype, attributes=attrs)
+                zarr.create_array(
+                    str(tmp),
+                    shape=arr.shape,
+                    chunks=tuple(max(c[0], 1) for c in arr.chunks) or (),
+                    dtype=arr.dtype,
+                    attributes=attrs,
+                )
             else:
                 root = zarr.open_group(str(tmp), mode="w", attributes=attrs)
                 for key, arr in prepared.items():
-                    root.create_array(key, shape=arr.shape, chunks=tuple(max(c[0], 1) for c in arr.chunks),
-                                      dtype=arr.dtype, attributes=attrs)
+                    root.create_array(
+                        key,
+                        shape=arr.shape,
+                        chunks=tuple(max(c[0], 1) for c in arr.chunks),
+                        dtype=arr.dtype,
+                        attributes=attrs,
+                    )
             (tmp / DONE_DIR).mkdir()
             (tmp / DONE_DIR / "fingerprint").write_text(fingerprint)
-        node = zarr.open(str(tmp), mode="r+")
+        node: Any = zarr.open(str(tmp), mode="r+")
         targets = [node] if single else [node[key] for key in prepared]
         _compute(_store_together(list(prepared.values()), targets, tmp / DONE_DIR, done))
         shutil.rmtree(tmp / DONE_DIR)
@@ -192,7 +206,8 @@ def _interrupted(exc: BaseException) -> bool:
         return False
     name = type(exc).__name__
     return name in ("KilledWorker", "CancelledError", "CommClosedError", "FutureCancelledError") or isinstance(
-        exc, _KEEP_PARTIAL_ON)
+        exc, _KEEP_PARTIAL_ON
+    )
 
 
 def _write_row_block(start: np.ndarray, *blocks: np.ndarray, targets: list, done_dir: Path | None) -> np.ndarray:
@@ -204,8 +219,7 @@ def _write_row_block(start: np.ndarray, *blocks: np.ndarray, targets: list, done
     return np.zeros(1)
 
 
-def _store_together(sources: list[da.Array], targets: list, done_dir: Path | None = None,
-                    done: set[int] | None = None):
+def _store_together(sources: list[da.Array], targets: list, done_dir: Path | None = None, done: set[int] | None = None):
     """A graph writing ``sources`` into ``targets``; returns something to compute.
 
     When every source has the same row chunks and one chunk along the other
@@ -217,7 +231,7 @@ def _store_together(sources: list[da.Array], targets: list, done_dir: Path | Non
     ``done_dir``; blocks whose first row is in ``done`` are left out of the
     graph, with everything only they need (resuming computes only the rest).
     """
-    rows = sources[0].chunks[0] if sources and sources[0].ndim else None
+    rows: Any = sources[0].chunks[0] if sources and sources[0].ndim else None
     aligned = rows is not None and all(
         s.ndim >= 1 and s.chunks[0] == rows and all(len(c) == 1 for c in s.chunks[1:]) for s in sources
     )
@@ -233,8 +247,18 @@ def _store_together(sources: list[da.Array], targets: list, done_dir: Path | Non
         index = "i" + letters[pos : pos + s.ndim - 1]
         pos += s.ndim - 1
         args += [s, index]
-    written = da.blockwise(_write_row_block, "i", *args, targets=targets, done_dir=done_dir, concatenate=True,
-                           align_arrays=False, adjust_chunks={"i": 1}, dtype=float, meta=np.empty((0,)))
+    written = da.blockwise(
+        _write_row_block,
+        "i",
+        *args,
+        targets=targets,
+        done_dir=done_dir,
+        concatenate=True,
+        align_arrays=False,
+        adjust_chunks={"i": 1},
+        dtype=float,
+        meta=np.empty((0,)),
+    )
     missing = [b for b, r in enumerate(first_rows) if int(r) not in (done or set())]
     if len(missing) < len(first_rows):
         if not missing:
