@@ -66,7 +66,7 @@ def test_group_picks_X_or_asks(tmp_path):
     [
         (np.zeros(5), ValueError, "2-D"),
         (np.zeros((1, 3)), ValueError, "at least 2"),
-        (np.zeros((5, 0)), ValueError, "0 columns"),
+        (np.zeros((5, 0)), ValueError, "0 feature"),
         (np.array([["a", "b"], ["c", "d"]]), TypeError, "non-numeric"),
         (np.zeros((3, 2), dtype=complex), ValueError, "Complex data not supported"),
         ("/nonexistent/store.zarr", FileNotFoundError, "No such"),
