@@ -93,15 +93,20 @@ def moments_block(block: np.ndarray, diagonal: bool = False) -> Moments:
     return Moments(n, shift + d, about_shift - correction)
 
 
+def _pooled_mean(a: Moments | QRState, b: Moments | QRState) -> tuple[int, np.ndarray, np.ndarray]:
+    """Count, mean difference and mean of two non-empty states merged (the shared half of both merges)."""
+    n = a.n + b.n
+    delta = b.mean - a.mean
+    return n, delta, a.mean + delta * (b.n / n)
+
+
 def merge_moments(a: Moments, b: Moments) -> Moments:
     """Chan et al. pairwise merge; exact in exact arithmetic, stable in floating point."""
     if a.n == 0:
         return b
     if b.n == 0:
         return a
-    n = a.n + b.n
-    delta = b.mean - a.mean
-    mean = a.mean + delta * (b.n / n)
+    n, delta, mean = _pooled_mean(a, b)
     w = a.n * b.n / n
     corr = w * delta * delta if a.scatter.ndim == 1 else w * np.outer(delta, delta)
     return Moments(n, mean, a.scatter + b.scatter + corr)
@@ -135,9 +140,7 @@ def merge_qr(a: QRState, b: QRState) -> QRState:
         return b
     if b.n == 0:
         return a
-    n = a.n + b.n
-    delta = b.mean - a.mean
-    mean = a.mean + delta * (b.n / n)
+    n, delta, mean = _pooled_mean(a, b)
     stacked = np.vstack([a.R, b.R, np.sqrt(a.n * b.n / n) * delta[None, :]])
     return QRState(n, mean, _r_factor(stacked))
 
