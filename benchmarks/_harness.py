@@ -172,3 +172,40 @@ def swiss_roll_store(n: int) -> Path:
     if not store.exists():
         generate("swiss-roll", store, n, noise=0.05, seed=0)
     return store
+
+
+def embed_store(model, store) -> dict:
+    """Fit ``model`` on ``<store>/X`` and write every row's embedding to a temporary zarr store; fresh process.
+
+    Returns the timings, the peak RSS (taken before the embedding is read back for
+    scoring, which loads all n rows), the embedding and the store's ``coords[:, 0]``.
+    """
+    import shutil
+    import tempfile
+
+    import dask.array as da
+    import numpy as np
+
+    import bigdr
+    from bigdr.io import open_zarr
+
+    out = Path(tempfile.mkdtemp(dir=DATA)) / "embedding.zarr"
+    with PeakRSS() as rss:
+        t0 = time.perf_counter()
+        Y = model.fit_transform(f"{store}/X")  # the array inside the generated group, as a user would pass it
+        fit_s = time.perf_counter() - t0
+        bigdr.write_zarr(Y, out)
+        total = time.perf_counter() - t0
+    job_maxrss = ru_maxrss_mib()
+    embedding = np.asarray(da.from_zarr(open_zarr(str(out))).compute())
+    truth = da.from_zarr(open_zarr(store, dataset="coords"))[:, 0].compute()
+    shutil.rmtree(out.parent)
+    return {
+        "seconds": total,
+        "fit_seconds": fit_s,
+        "embed_write_seconds": total - fit_s,
+        "peak_rss_mib": rss.peak / 2**20,
+        "ru_maxrss_mib": job_maxrss,
+        "embedding": embedding,
+        "truth": truth,
+    }

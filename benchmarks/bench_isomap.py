@@ -22,17 +22,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import DATA, PeakRSS, ru_maxrss_mib, run_child, run_sections, swiss_roll_store  # noqa: E402
+from _harness import DATA, PeakRSS, embed_store, run_child, run_sections, swiss_roll_store  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 K = 10
@@ -90,31 +88,15 @@ def child(args):
             "embedding": str(out),
         }
     if what == "scale":
-        import dask.array as da
-
         import bigdr
-        from bigdr.io import open_zarr
 
         store = args[1]
-        out = Path(tempfile.mkdtemp(dir=DATA)) / "embedding.zarr"
         bigdr.Isomap(n_neighbors=K).fit(np.random.default_rng(0).standard_normal((300, 3)))  # untimed first call
-        with PeakRSS() as rss:
-            t0 = time.perf_counter()
-            model = bigdr.Isomap(n_neighbors=K)
-            Y = model.fit_transform(f"{store}/X")  # the array inside the generated group, as a user would pass it
-            fit_s = time.perf_counter() - t0
-            bigdr.write_zarr(Y, out)
-            total = time.perf_counter() - t0
-        job_maxrss = ru_maxrss_mib()  # before the check below loads all n rows of the embedding
-        Yn = np.asarray(da.from_zarr(open_zarr(str(out))).compute())
-        t = da.from_zarr(open_zarr(store, dataset="coords"))[:, 0].compute()
-        shutil.rmtree(out.parent)
+        model = bigdr.Isomap(n_neighbors=K)
+        r = embed_store(model, store)
+        Yn, t = r.pop("embedding"), r.pop("truth")
         return {
-            "seconds": total,
-            "fit_seconds": fit_s,
-            "embed_write_seconds": total - fit_s,
-            "peak_rss_mib": rss.peak / 2**20,
-            "ru_maxrss_mib": job_maxrss,
+            **r,
             "mode": model.mode_,
             "neighbor_method": model._ext.index.method_,
             "spearman": spearman(Yn, t),

@@ -140,3 +140,16 @@ def test_extra_row_bytes_shrinks_row_chunks():
     plain = as_array(X, chunk_bytes=8 * 2**20)
     wide_output = as_array(X, chunk_bytes=8 * 2**20, extra_row_bytes=96)
     assert max(wide_output.chunks[0]) * (32 + 96) <= 8 * 2**20 < max(plain.chunks[0]) * (32 + 96)
+
+
+def test_a_checked_array_is_not_checked_again():
+    # Regression: estimators handed as_array's output to the sampling pass, which added a second
+    # (and third) NaN/Inf check layer to the same graph.
+    Xd = as_array(np.ones((1000, 3)))
+    again = as_array(as_array(Xd, chunk_bytes=8000))
+    checks = [k for k in again.__dask_graph__().layers if str(k).startswith("bigdr-check-finite-")]
+    assert len(checks) == 1, checks
+    bad = np.ones((1000, 3))
+    bad[999, 2] = np.nan
+    with pytest.raises(ValueError, match="row 999, column 2"):
+        as_array(as_array(bad), chunk_bytes=8000).sum().compute()

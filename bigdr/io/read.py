@@ -200,6 +200,9 @@ def as_array(
     """
     chunk_bytes = chunk_budget(chunk_bytes)
     base = None
+    # An array that already went through as_array keeps its check: passing it on
+    # (an estimator to the sampling pass, say) must not stack a second one.
+    checked = isinstance(X, da.Array) and _is_checked(X)
     if isinstance(X, (str, Path)):
         X = _open_path(str(X), dataset=dataset, storage_options=storage_options)
     try:
@@ -292,12 +295,29 @@ def as_array(
         row_chunks = _row_chunks(n, row_bytes, chunk_bytes, base)
     if (row_chunks, tuple(col_chunks)) != arr.chunks:
         arr = arr.rechunk((row_chunks, col_chunks))
-    return with_finite_check(arr) if check_finite else arr
+    return with_finite_check(arr) if check_finite and not checked else arr
 
 
 def with_finite_check(arr: da.Array) -> da.Array:
     """Add the lazy NaN/Inf check to every block of ``arr`` (fused into the next pass)."""
-    return da.map_blocks(_finite_block, arr, dtype=arr.dtype, name=f"bigdr-check-finite-{arr.name}")
+    return da.map_blocks(_finite_block, arr, dtype=arr.dtype, name=f"{_FINITE_PREFIX}{arr.name}")
+
+
+#: Name prefix of the check's layer: how :func:`as_array` recognises checked input.
+_FINITE_PREFIX = "bigdr-check-finite-"
+
+
+def _is_checked(X: da.Array) -> bool:
+    """Whether ``X`` is a checked array seen through single-input steps (rechunk, astype, slicing)."""
+    graph = X.__dask_graph__()
+    deps: dict = getattr(graph, "dependencies", {})  # a HighLevelGraph's layer dependencies
+    name = X.name
+    while not name.startswith(_FINITE_PREFIX):
+        parents = deps.get(name, set())
+        if len(parents) != 1:  # a source, or several inputs of which some may be unchecked
+            return False
+        (name,) = parents
+    return True
 
 
 def _finite_block(block: np.ndarray, block_info: Any = None) -> np.ndarray:
