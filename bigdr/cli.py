@@ -160,7 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="isomap: rows the graph is built on: 'auto', 'all' or a count",
     )
-    f.add_argument("--random-state", type=int, default=argparse.SUPPRESS, help="seed (default: the method's own)")
+    f.add_argument(
+        "--random-state",
+        type=int,
+        default=0,
+        help="seed (default 0: the same command gives the same output, so --resume can continue it)",
+    )
     f.add_argument("--dataset", default=None, help="array inside a zarr group or HDF5 file")
     f.add_argument("--save-model", default=None, metavar="PATH", help="also save the fitted model here")
     f.add_argument("--scree", default=None, metavar="PNG", help="also write a scree plot")

@@ -183,6 +183,28 @@ def test_isomap_and_landmark_mds_through_the_cli(tmp_path, capsys):
     assert dm.attrs["mode"] == "landmarks" and abs(spearmanr(dm[:, 0], t).statistic) > 0.99
 
 
+def test_options_not_given_keep_the_method_defaults(spiked_store, tmp_path):
+    # Regression: --method diffusion-map used the CLI's 10 neighbours, not DiffusionMap's 15.
+    out = tmp_path / "dm.zarr"
+    argv = ["fit-transform", str(spiked_store), str(out), "--dataset", "X", "--method", "diffusion-map"]
+    assert main(argv + ["--landmarks", "3000", "--save-model", str(tmp_path / "m.zarr")]) == 0
+    params = zarr.open(str(out), mode="r").attrs["params"]
+    assert params["n_neighbors"] == bigdr.DiffusionMap().n_neighbors == 15
+    refused = tmp_path / "w.zarr"
+    argv[2] = str(refused)
+    assert main(argv + ["--whiten"]) == 2 and not refused.exists()  # an option the method does not take
+
+
+def test_the_default_seed_makes_runs_repeatable(spiked_store, tmp_path):
+    # --resume relies on two runs of one command computing the same output; the randomized solver draws.
+    runs = []
+    for name in ("a.zarr", "b.zarr"):
+        argv = ["fit-transform", str(spiked_store), str(tmp_path / name), "--dataset", "X", "-k", "2"]
+        assert main(argv + ["--svd-solver", "randomized"]) == 0
+        runs.append(zarr.open(str(tmp_path / name), mode="r")[:])
+    np.testing.assert_array_equal(*runs)
+
+
 def test_random_projection_with_report(tmp_path, capsys):
     import scipy.sparse as sp
 
