@@ -25,6 +25,23 @@ from _harness import run_sections, swiss_roll_store  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 JOBS = {
+    "pca1m": (
+        "PCA (covariance), 1M x 100 float64 in memory, 10 components, fit (median of 5 fits per process)",
+        r"""
+import time, json, resource, statistics, sys
+import numpy as np
+import bigdr
+X = np.random.default_rng(0).standard_normal((1_000_000, 100)) * np.geomspace(10, 0.1, 100)
+bigdr.PCA(10).fit(X[:1000])
+times = []
+for _ in range(5):
+    t0 = time.perf_counter()
+    bigdr.PCA(10, svd_solver="covariance").fit(X)
+    times.append(time.perf_counter() - t0)
+t = statistics.median(times)
+print(json.dumps({"fit": t, "total": t, "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+""",
+    ),
     "isomap1m": (
         "Isomap (defaults: sampled graph, 256 landmarks), 1M-row swiss roll from zarr, fit + embedding written",
         r"""
@@ -78,6 +95,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("baseline")
     ap.add_argument("jobs", nargs="*", default=list(JOBS))
+    ap.add_argument("--section", default="ab", help="results section (so several runs can be kept)")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     base = subprocess.run(
@@ -114,7 +132,7 @@ def main() -> None:
                 )
                 return results, md
 
-            run_sections("revisions", {"ab": section}, ["ab"])
+            run_sections("revisions", {"ab": section, args.section: section}, [args.section])
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
 
