@@ -70,9 +70,12 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         if not self.__sklearn_is_fitted__():
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet; call fit (or partial_fit) first.")
 
-    def save(self, path: str, overwrite: bool = False) -> None:
-        """Save the fitted model: arrays in a zarr group, parameters in JSON, no pickle (read by :func:`bigdr.load`)."""
-        write_model(self, path, overwrite=overwrite)
+    def save(self, path: str, overwrite: bool = False, *, key: str | bytes | None = None) -> None:
+        """Save the fitted model: arrays in a zarr group, parameters in JSON, no pickle (read by :func:`bigdr.load`).
+
+        ``key`` signs the model (HMAC-SHA256) so that ``bigdr.load(path, key=key)`` proves it unchanged.
+        """
+        write_model(self, path, overwrite=overwrite, key=key)
 
     @classmethod
     def read_input(cls, path: str | os.PathLike, dataset: str | None = None) -> da.Array:

@@ -19,8 +19,23 @@ from ._version import __version__
 from .methods import METHODS, make_estimator
 
 #: Options of ``fit-transform`` passed to the estimator (``--n-neighbors`` -> ``n_neighbors``).
-METHOD_OPTIONS = ("svd_solver", "whiten", "n_neighbors", "landmarks", "eps", "density", "graph_sample", "random_state")
-USER_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError, KeyError)
+METHOD_OPTIONS = (
+    "svd_solver",
+    "whiten",
+    "n_neighbors",
+    "landmarks",
+    "eps",
+    "density",
+    "graph_sample",
+    "random_state",
+    "on_disconnected",
+    "metric",
+    "epsilon",
+    "alpha",
+)
+#: Python parameters the command line spells otherwise (everything else: ``a_b`` -> ``--a-b``).
+FLAG_OF = {"n_landmarks": "--landmarks", "n_components": "-k/--n-components"}
+USER_ERRORS = (ValueError, TypeError, KeyError, OSError)
 
 
 def _n_components(text: str):
@@ -58,6 +73,15 @@ def _graph_sample(text: str):
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected 'auto', 'all' or a number of rows; got {text!r}") from None
+
+
+def _epsilon(text: str):
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive kernel width; got {text!r}") from None
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -104,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--dtype", choices=["float32", "float64"], default="float64")
     g.add_argument("--chunk-rows", type=int, default=262_144)
-    g.add_argument("--overwrite", action="store_true")
+    g.add_argument("--overwrite", action="store_true", help="replace a store that bigdr wrote (nothing else)")
+    g.add_argument("--resume", action="store_true", help="continue an interrupted run of the same command")
     _common(g)
 
     f = sub.add_parser(
@@ -161,6 +186,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="isomap: rows the graph is built on: 'auto', 'all' or a count",
     )
     f.add_argument(
+        "--on-disconnected",
+        choices=["raise", "warn", "largest", "join"],
+        default=argparse.SUPPRESS,
+        help="isomap (raise, largest, join), diffusion-map and spectral-embedding (warn, raise): what to do "
+        "when the neighbour graph falls apart",
+    )
+    f.add_argument(
+        "--metric",
+        default=argparse.SUPPRESS,
+        help="distance between rows (default euclidean): classical-mds, landmark-mds, isomap, diffusion-map, "
+        "spectral-embedding",
+    )
+    f.add_argument(
+        "--epsilon",
+        type=_epsilon,
+        default=argparse.SUPPRESS,
+        help="diffusion-map, spectral-embedding: Gaussian kernel width, or 'auto' (from neighbour distances)",
+    )
+    f.add_argument(
+        "--alpha", type=float, default=argparse.SUPPRESS, help="diffusion-map: density normalisation in [0, 1]"
+    )
+    f.add_argument(
         "--random-state",
         type=int,
         default=0,
@@ -168,8 +215,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f.add_argument("--dataset", default=None, help="array inside a zarr group or HDF5 file")
     f.add_argument("--save-model", default=None, metavar="PATH", help="also save the fitted model here")
+    f.add_argument(
+        "--model-key-file",
+        default=None,
+        metavar="FILE",
+        help="sign the saved model with the key in FILE (HMAC-SHA256), so others can check it with 'bigdr info'",
+    )
     f.add_argument("--scree", default=None, metavar="PNG", help="also write a scree plot")
-    f.add_argument("--overwrite", action="store_true")
+    f.add_argument(
+        "--overwrite", action="store_true", help="replace outputs that bigdr wrote earlier (never anything else)"
+    )
+    f.add_argument(
+        "--allow-missing-chunks",
+        action="store_true",
+        help="accept an input zarr store whose absent chunk files are meant to read as its fill value",
+    )
     f.add_argument(
         "--resume",
         action="store_true",
@@ -183,6 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print shape, chunks, dtype and attributes of a store, file or saved model.",
     )
     i.add_argument("path")
+    i.add_argument(
+        "--model-key-file", default=None, metavar="FILE", help="check a saved model's signature with the key in FILE"
+    )
     _common(i)  # accepted everywhere for uniform scripts; info reads metadata only and computes nothing
 
     d = sub.add_parser(
@@ -222,7 +285,13 @@ def _cmd_generate(args) -> int:
         raise ValueError(f"--chunk-rows must be positive; got {args.chunk_rows}.")
     t0 = time.perf_counter()
     path = generate(
-        args.kind, args.output, args.n_samples, chunk_rows=args.chunk_rows, overwrite=args.overwrite, **params
+        args.kind,
+        args.output,
+        args.n_samples,
+        chunk_rows=args.chunk_rows,
+        overwrite=args.overwrite,
+        resume=args.resume,
+        **params,
     )
     print(f"wrote {args.kind} data, {args.n_samples} rows, to {path} ({time.perf_counter() - t0:.1f} s)")
     return 0
@@ -237,6 +306,25 @@ def _density(text: str):
         raise argparse.ArgumentTypeError(f"expected 'auto' or a number in (0, 1]; got {text!r}") from None
 
 
+def _input_file(input_path) -> str:
+    """The file or store an input argument names (``file.h5:/dataset`` -> ``file.h5``)."""
+    import re
+
+    return re.sub(r"(?i)(\.(h5|hdf5|hdf)):.*$", r"\1", str(input_path))
+
+
+def _read_key(path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        key = Path(path).read_bytes().strip()
+    except OSError as exc:
+        raise ValueError(f"cannot read the key file {path}: {exc.strerror}") from None
+    if len(key) < 16:
+        raise ValueError(f"The key in {path} is shorter than 16 bytes; use a long random key.")
+    return key
+
+
 def _fit_transform(
     input_path,
     output,
@@ -245,24 +333,35 @@ def _fit_transform(
     method="pca",
     dataset=None,
     save_model=None,
+    model_key=None,
     scree=None,
     overwrite=False,
     report=False,
     resume=False,
     **options,
 ):
-    """Fit a method on a store and write the embedding; shared by ``fit-transform`` and ``demo``."""
-    from .io import check_writable, write_zarr
+    """Fit a method on a store and write the embedding; shared by ``fit-transform`` and ``demo``.
+
+    Every output is checked before the input is read; the model and the plot
+    are written under hidden names first and published only after the
+    embedding, so a failure anywhere publishes nothing new.
+    """
+    from .io import check_output, publish, write_zarr
+    from .io.outputs import remove, temporary_sibling
 
     model = make_estimator(method, {"n_components": n_components, **options})
     if scree and method != "pca":
         raise ValueError("--scree applies to --method pca only.")
-    # Fail before any work if an output cannot be written.
-    check_writable(output, overwrite)
-    if save_model:
-        check_writable(save_model, overwrite)
     if report and not method.endswith("-rp"):
         raise ValueError("--report applies to --method gaussian-rp and sparse-rp only.")
+    if model_key is not None and not save_model:
+        raise ValueError("--model-key-file signs the model written by --save-model; add --save-model PATH.")
+    inputs = [_input_file(input_path)]
+    outputs = {"store": output, "model": save_model, "png": scree}
+    for kind, path in outputs.items():
+        if path:
+            others = [q for k, q in outputs.items() if q and k != kind]
+            check_output(path, kind, overwrite=overwrite, inputs=inputs, others=others)
     X = model.read_input(input_path, dataset)
     t0 = time.perf_counter()
     Y = model.fit_transform(X)
@@ -278,17 +377,27 @@ def _fit_transform(
         from .projection import distortion_report
 
         attrs["distortion"] = model._distortion = distortion_report(model, X)
-    t0 = time.perf_counter()
-    write_zarr(Y, output, attrs=attrs, overwrite=overwrite, resume=resume)
-    t_write = time.perf_counter() - t0
-    if save_model:
-        from .persist import save
+    staged: list[tuple[Path, Path]] = []
+    try:
+        if save_model:
+            from .io.model import stage_model
 
-        save(model, save_model, overwrite=overwrite)
-    if scree:
-        from .plot import scree_plot
+            staged.append((stage_model(model, Path(save_model), key=model_key), Path(save_model)))
+        if scree:
+            from .plot import scree_plot
 
-        scree_plot(model, scree)
+            tmp = temporary_sibling(Path(scree))
+            staged.append((tmp, Path(scree)))
+            scree_plot(model, tmp)
+        t0 = time.perf_counter()
+        write_zarr(Y, output, attrs=attrs, overwrite=overwrite, resume=resume)
+        t_write = time.perf_counter() - t0
+        for tmp, final in staged:
+            publish(tmp, final, overwrite)
+    finally:
+        for tmp, _ in staged:
+            if tmp.exists():
+                remove(tmp)
     return model, X.shape, t_fit, t_write
 
 
@@ -302,6 +411,7 @@ def _cmd_fit_transform(args) -> int:
         method=args.method,
         dataset=args.dataset,
         save_model=args.save_model,
+        model_key=_read_key(args.model_key_file),
         scree=args.scree,
         overwrite=args.overwrite,
         report=args.report,
@@ -358,9 +468,12 @@ def _cmd_info(args) -> int:
     if attrs.get("format") == "bigdr-model":
         from .persist import load
 
-        model = load(path)
+        key = _read_key(args.model_key_file)
+        model = load(path, key=key)
+        signed = "signature checked" if key else ("signed" if "hmac_sha256" in attrs else "unsigned")
         print(
-            f"{path}: bigdr model {attrs['class']} (format {attrs['format_version']}, bigdr {attrs['bigdr_version']})"
+            f"{path}: bigdr model {attrs['class']} (format {attrs['format_version']}, bigdr {attrs['bigdr_version']}, "
+            f"{signed})"
         )
         print(f"  params: {json.dumps(attrs['params'])}")
         for name in ("n_components_", "n_features_in_", "n_samples_seen_", "svd_solver_"):
@@ -420,6 +533,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    import warnings
+
+    # Warnings reach the user as one line each, like errors, without source lines.
+    formatwarning = warnings.formatwarning
+    warnings.formatwarning = lambda message, category, *_, **__: f"bigdr: warning: {cli_words(str(message))}\n"
     try:
         if args.command == "info":
             return COMMANDS["info"](args)
@@ -428,7 +546,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._compute import progress
         from .scheduler import use_scheduler
 
-        config = {}
+        config: dict = {}
+        if getattr(args, "allow_missing_chunks", False):
+            config["bigdr.allow-missing-chunks"] = True
         if getattr(args, "chunk_mib", None) is not None:
             if not args.chunk_mib > 0:
                 raise ValueError(f"--chunk-mib must be positive; got {args.chunk_mib}.")
@@ -440,8 +560,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ):
             return COMMANDS[args.command](args)
     except USER_ERRORS as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"bigdr: error: {msg}", file=sys.stderr)
+        print(f"bigdr: error: {user_message(exc)}{_resume_hint(args)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"bigdr: interrupted; nothing was published.{_resume_hint(args)}", file=sys.stderr)
@@ -456,18 +575,69 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    finally:
+        warnings.formatwarning = formatwarning
+
+
+def user_message(exc: BaseException) -> str:
+    """One line for the user of the command line: OS errors name path and cause, parameters become flags."""
+    from .io import describe_os_error
+
+    if isinstance(exc, OSError) and exc.filename:
+        text = describe_os_error(exc)
+    elif isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror
+    else:
+        text = str(exc).strip()
+    text = text.splitlines()[0] if text else type(exc).__name__
+    return cli_words(text)
+
+
+def _flag(param: str) -> str:
+    return FLAG_OF.get(param, "--" + param.replace("_", "-"))
+
+
+def cli_words(text: str) -> str:
+    """Rewrite Python spellings in a message as command-line ones.
+
+    ``pass overwrite=True (command line: --overwrite)`` -> ``pass --overwrite``;
+    ``on_disconnected='largest'`` -> ``--on-disconnected largest``; a bare
+    ``n_neighbors`` -> ``--n-neighbors``.
+    """
+    import re
+
+    text = re.sub(r"([A-Za-z_]\w*=\S+?) \(command line: ([^)]*)\)", r"\2", text)
+
+    def assignment(m: re.Match) -> str:
+        param, value = m.group(1), m.group(2).strip("'\"")
+        if value == "True":
+            return _flag(param)
+        return f"{_flag(param)} {'none' if value == 'None' else value}"
+
+    text = re.sub(r"\b([a-z]+_[a-z_]+)=('[^']*'|\"[^\"]*\"|[\w.+-]+)", assignment, text)
+    text = re.sub(r"(?<![-\w])(" + "|".join(map(re.escape, _cli_params())) + r")\b", lambda m: _flag(m.group(1)), text)
+    return text
+
+
+def _cli_params() -> list[str]:
+    """Parameter names with an underscore that the command line takes as flags."""
+    names = {n for n in METHOD_OPTIONS if "_" in n} | {"allow_missing_chunks", "n_components", "n_landmarks"}
+    return sorted(names, key=len, reverse=True)
 
 
 def _resume_hint(args) -> str:
     output = getattr(args, "output", None)
-    if output is None or args.command != "fit-transform":
+    if output is None or args.command not in ("fit-transform", "generate"):
         return ""
     from .io import partial_path
 
     part = partial_path(output)
     if not part.exists():
         return ""
-    return f" The blocks written so far are kept in {part}; rerun the same command with --resume to finish."
+    return (
+        f" The blocks written so far are kept in {part}; rerun the same command with --resume to finish, "
+        f"or remove that directory."
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

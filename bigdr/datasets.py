@@ -181,11 +181,15 @@ def generate(
     *,
     chunk_rows: int = BLOCK_ROWS * 4,
     overwrite: bool = False,
+    resume: bool = False,
     **params,
 ):
     """Write a generated data set to a zarr group ``{X, coords}`` atomically.
 
     The group's attributes record the generator, its parameters and the seed.
+    An interrupted run keeps its partial store (``.<name>.partial``);
+    ``resume=True`` writes only the blocks it lacks (the data are the same,
+    block for block, for the same seed).
     """
     from .io import write_zarr
 
@@ -197,4 +201,6 @@ def generate(
         "n_samples": n_samples,
         "params": {k: (str(v) if k == "dtype" else v) for k, v in params.items()},
     }
-    return write_zarr({"X": X, "coords": coords}, path, attrs=attrs, chunk_rows=chunk_rows, overwrite=overwrite)
+    return write_zarr(
+        {"X": X, "coords": coords}, path, attrs=attrs, chunk_rows=chunk_rows, overwrite=overwrite, resume=resume
+    )

@@ -37,18 +37,23 @@ MAX_COVARIANCE_FEATURES = 4096
 MAX_SAMPLES_GRAM = 20_000
 
 
-def _moments_of(block: np.ndarray) -> Moments:
-    return moments_block(block)
+# Block kernels take the block's first row so a NaN/Inf error names the row in the data.
+def _moments_of(block: np.ndarray, first_row: int) -> Moments:
+    return moments_block(block, first_row=first_row)
 
 
-def _column_moments_of(block: np.ndarray) -> Moments:
-    return moments_block(block, diagonal=True)
+def _column_moments_of(block: np.ndarray, first_row: int) -> Moments:
+    return moments_block(block, diagonal=True, first_row=first_row)
+
+
+def _qr_of(block: np.ndarray, first_row: int) -> QRState:
+    return qr_block(block)
 
 
 #: solver -> (block kernel, merge, eigensolver of the merged state)
 _MERGEABLE: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[..., Eigenpairs]]] = {
     "covariance": (_moments_of, merge_moments, scatter_eigh),
-    "tsqr": (qr_block, merge_qr, qr_eigh),
+    "tsqr": (_qr_of, merge_qr, qr_eigh),
 }
 
 
@@ -220,10 +225,10 @@ class PCA(BigdrEstimator):
             self.__dict__.pop(attr, None)
         if solver in _MERGEABLE:
             block_fn, merge, _ = _MERGEABLE[solver]
-            (state,) = compute(tree_reduce(Xd, block_fn, merge))
+            (state,) = compute(tree_reduce(Xd, block_fn, merge, with_offset=True))
             self._store_state(solver, state, Xd.dtype)
         elif solver == "samples":
-            (col,) = compute(tree_reduce(Xd, _column_moments_of, merge_moments))
+            (col,) = compute(tree_reduce(Xd, _column_moments_of, merge_moments, with_offset=True))
             gram = samples_gram_eig(Xd, col.mean)
             m = min(n, p)
             evals = gram.values[:m]
@@ -243,7 +248,7 @@ class PCA(BigdrEstimator):
                 f"leading components, so the full spectrum that a fraction or 'mp' needs is not available. "
                 f"Use svd_solver='covariance' (p <= ~20000) or give an int."
             )
-        (col,) = compute(tree_reduce(Xd, _column_moments_of, merge_moments))
+        (col,) = compute(tree_reduce(Xd, _column_moments_of, merge_moments, with_offset=True))
         eig = randomized_scatter_eig(Xd, col.mean, k, self.n_oversamples, self.n_iter, self.seed_)
         self._set_fitted(eig.values, eig.vectors, n, col.mean, col.scatter.sum(), Xd.dtype, k)
 
@@ -257,7 +262,7 @@ class PCA(BigdrEstimator):
                 f"partial_fit needs a mergeable solver ('covariance' or 'tsqr'); svd_solver={self.svd_solver!r}."
             )
         block_fn, merge, _ = _MERGEABLE[solver]
-        (state,) = compute(tree_reduce(Xd, block_fn, merge))
+        (state,) = compute(tree_reduce(Xd, block_fn, merge, with_offset=True))
         if hasattr(self, "n_samples_seen_"):
             if getattr(self, "_state_kind", None) != solver:
                 raise ValueError(

@@ -6,6 +6,7 @@ version, the class name, the parameters, fitted scalars and a SHA-256 of each
 array. Loading looks the class up among bigdr's own estimators (never imports
 a name from the file), checks every array against its digest, and so never
 executes code from the file and notices truncation or accidental damage.
+A signature made with a key (``save(path, key=...)``) also proves who saved it.
 """
 
 from __future__ import annotations
@@ -19,13 +20,23 @@ from .io.model import read_model, write_model
 from .methods import import_all
 
 
-def save(model: BigdrEstimator, path: str | os.PathLike, overwrite: bool = False) -> Path:
-    """Write a fitted model to ``path`` (a new directory), atomically."""
-    return write_model(model, path, overwrite=overwrite)
+def save(
+    model: BigdrEstimator, path: str | os.PathLike, overwrite: bool = False, *, key: str | bytes | None = None
+) -> Path:
+    """Write a fitted model to ``path`` (a new directory), atomically.
+
+    The checksums stored with it detect damage, not deliberate edits; pass
+    ``key`` (at least 16 bytes, kept secret) to sign the model so that
+    ``load(path, key=key)`` proves it is unchanged since you saved it.
+    """
+    return write_model(model, path, overwrite=overwrite, key=key)
 
 
-def load(path: str | os.PathLike) -> Any:
+def load(path: str | os.PathLike, *, key: str | bytes | None = None) -> Any:
     """Load a model written by ``model.save(path)`` (see :func:`bigdr.io.model.read_model` for the checks).
+
+    With ``key``, the model must carry a signature made with that key
+    (HMAC-SHA256); without, only its integrity is checked.
 
     Examples
     --------
@@ -37,7 +48,7 @@ def load(path: str | os.PathLike) -> Any:
     >>> bool(np.allclose(bigdr.load(path).components_, pca.components_))
     True
     """
-    meta, arrays = read_model(path)
+    meta, arrays = read_model(path, key=key)
     import_all()
     cls = registered().get(meta.get("class", ""))
     if cls is None:

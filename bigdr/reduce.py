@@ -40,7 +40,7 @@ def _state_of_block(
 
 def tree_reduce(
     X: da.Array,
-    block_fn: Callable[[np.ndarray], object],
+    block_fn: Callable[..., object],
     merge: Callable,
     split_every: int = 8,
     with_offset: bool = False,

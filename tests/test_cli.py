@@ -58,7 +58,7 @@ def test_info_on_store_and_model(spiked_store, tmp_path, capsys):
         (["fit-transform", "/nonexistent.zarr", "OUT"], "No such zarr store"),
         (["fit-transform", "SPIKED", "OUT", "-k", "0"], "at least 1"),
         (["fit-transform", "SPIKED", "OUT", "-k", "500"], "at most"),
-        (["fit-transform", "SPIKED", "OUT", "--svd-solver", "randomized", "-k", "0.5"], "int n_components"),
+        (["fit-transform", "SPIKED", "OUT", "--svd-solver", "randomized", "-k", "0.5"], "int -k/--n-components"),
         (["fit-transform", "SPIKED", "OUT", "--scheduler", "nonsense"], "Unknown scheduler"),
         (["generate", "blobs", "OUT", "-n", "1"], "n_samples"),
         (["generate", "swiss-roll", "OUT", "-n", "10", "--spikes", "1"], "--spikes"),
@@ -67,7 +67,7 @@ def test_info_on_store_and_model(spiked_store, tmp_path, capsys):
         (["fit-transform", "SPIKED", "OUT", "--method", "isomap", "--scree", "OUT"], "pca only"),
         (
             ["fit-transform", "SPIKED", "OUT", "--method", "landmark-mds", "--landmarks", "none"],
-            "n_landmarks must be an int",
+            "--landmarks must be an int",
         ),
     ],
 )

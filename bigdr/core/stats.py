@@ -58,7 +58,7 @@ class QRState(NamedTuple):
 SUB_BLOCK_ROWS = 8_192
 
 
-def moments_block(block: np.ndarray, diagonal: bool = False) -> Moments:
+def moments_block(block: np.ndarray, diagonal: bool = False, first_row: int = 0) -> Moments:
     """Moments of one row block, exact and free of cancellation.
 
     The block is centred on a rough shift ``c`` (the mean of its first rows)
@@ -67,7 +67,8 @@ def moments_block(block: np.ndarray, diagonal: bool = False) -> Moments:
     ``d = mean - c`` (small), ``scatter = S_c - n d d^T``: the correction is
     tiny, so nothing cancels. The mean pass disappears, and a NaN or Inf
     anywhere makes the result non-finite, which is how non-finite input is
-    detected at no extra cost.
+    detected at no extra cost (``first_row``, the block's place in the whole
+    array, makes the error name the row of the data).
     """
     n, p = block.shape
     shift = block[: min(n, 1024)].mean(axis=0, dtype=np.float64)
@@ -87,7 +88,7 @@ def moments_block(block: np.ndarray, diagonal: bool = False) -> Moments:
             gram += part.T @ part
         sums, about_shift = gram[:p, p], gram[:p, :p]
     if not np.isfinite(sums).all():
-        check_block_finite(block)  # raises the error that names the problem
+        check_block_finite(block, first_row)  # raises the error that names the problem
     d = sums / n
     correction = n * d * d if diagonal else n * np.outer(d, d)
     return Moments(n, shift + d, about_shift - correction)

@@ -2,25 +2,39 @@
 (:mod:`bigdr.io.read`), writing atomic and resumable zarr stores
 (:mod:`bigdr.io.write`) and sparse CSR stores (:mod:`bigdr.io.sparse`)."""
 
-from .read import DEFAULT_CHUNK_BYTES, as_array, chunk_budget, from_numpy, open_zarr, with_finite_check
+from .outputs import check_output, describe_os_error, publish, temporary_sibling, written_by_bigdr
+from .read import (
+    DEFAULT_CHUNK_BYTES,
+    as_array,
+    chunk_budget,
+    from_numpy,
+    missing_chunks,
+    open_zarr,
+    source_paths,
+    with_finite_check,
+)
 from .sparse import is_sparse_zarr, open_sparse_zarr, write_sparse_zarr
-from .write import DONE_DIR, check_writable, partial_path, publish, read_attrs, temporary_sibling, write_zarr
+from .write import DONE_DIR, partial_path, read_attrs, write_zarr
 
 __all__ = [
     "DEFAULT_CHUNK_BYTES",
     "DONE_DIR",
     "as_array",
-    "check_writable",
+    "check_output",
+    "describe_os_error",
     "chunk_budget",
     "from_numpy",
     "is_sparse_zarr",
+    "missing_chunks",
     "open_sparse_zarr",
     "open_zarr",
     "partial_path",
     "publish",
     "read_attrs",
+    "source_paths",
     "temporary_sibling",
     "with_finite_check",
     "write_sparse_zarr",
     "write_zarr",
+    "written_by_bigdr",
 ]

@@ -5,23 +5,28 @@ the group attributes hold JSON only -- the format version, the class name,
 the parameters, fitted scalars and a SHA-256 of each array. Loading looks the
 class up among bigdr's own estimators (never imports a name from the file), checks
 every array against its digest, and so never executes code from the file and
-notices truncation or tampering.
+notices truncation and accidental damage.
+
+The checksums give *integrity*, not *authenticity*: whoever can edit the file
+can recompute them. For models passed between people, sign them with a key
+(``save(path, key=...)``): an HMAC-SHA256 of the checksums that only holders
+of the key can make, checked by ``load(path, key=...)``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import numbers
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._version import __version__
-from .write import check_writable, publish, temporary_sibling
+from .outputs import check_output, publish, remove, temporary_sibling
 
 FORMAT = "bigdr-model"
 FORMAT_VERSION = 1
@@ -56,13 +61,38 @@ def _fitted_items(model: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     return arrays, scalars
 
 
-def write_model(model: Any, path: str | os.PathLike, overwrite: bool = False) -> Path:
-    """Write a fitted model to ``path`` (a new directory), atomically."""
+def _as_key(key: str | bytes) -> bytes:
+    if isinstance(key, str):
+        key = key.encode()
+    if not isinstance(key, bytes) or len(key) < 16:
+        raise ValueError("A model signing key must be at least 16 bytes (for example secrets.token_hex(32)).")
+    return key
+
+
+def _signature(meta: dict, key: str | bytes) -> str:
+    return hmac.new(_as_key(key), str(meta["sha256"]).encode(), hashlib.sha256).hexdigest()
+
+
+def write_model(
+    model: Any, path: str | os.PathLike, overwrite: bool = False, *, key: str | bytes | None = None
+) -> Path:
+    """Write a fitted model to ``path`` (a new directory), atomically; sign it when ``key`` is given."""
+    final = check_output(path, "model", overwrite=overwrite)
+    tmp = stage_model(model, final, key=key)
+    try:
+        publish(tmp, final, overwrite)
+    except BaseException:
+        remove(tmp)
+        raise
+    return final
+
+
+def stage_model(model: Any, final: Path, *, key: str | bytes | None = None) -> Path:
+    """Write ``model`` under a hidden name beside ``final`` and return that name (publish it later)."""
     import zarr
 
     if not any(k.endswith("_") for k in vars(model)):
         raise ValueError(f"This {type(model).__name__} is not fitted; fit it before saving.")
-    final = check_writable(path, overwrite)
     arrays, scalars = _fitted_items(model)
     params = model.get_params()
     try:
@@ -79,28 +109,32 @@ def write_model(model: Any, path: str | os.PathLike, overwrite: bool = False) ->
         "arrays": {k: {"sha256": _digest(v), "shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()},
     }
     meta["sha256"] = _meta_digest(meta)
+    if key is not None:
+        meta["hmac_sha256"] = _signature(meta, key)
     tmp = temporary_sibling(final)
     try:
         group = zarr.open_group(str(tmp), mode="w", attributes=meta)
-        for key, value in arrays.items():
+        for name, value in arrays.items():
             chunks = value.shape if value.size else tuple(1 for _ in value.shape)
-            group.create_array(key, shape=value.shape, dtype=value.dtype, chunks=chunks)[...] = value
-        publish(tmp, final, overwrite)
+            group.create_array(name, shape=value.shape, dtype=value.dtype, chunks=chunks)[...] = value
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove(tmp)
         raise
-    return final
+    return tmp
 
 
-def read_model(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
+def read_model(path: str | os.PathLike, *, key: str | bytes | None = None) -> tuple[dict, dict[str, np.ndarray]]:
     """The attributes and the checked arrays of a model written by :func:`write_model`.
+
+    With ``key``, the model must carry a signature made with that key.
 
     Raises
     ------
     FileNotFoundError
         Nothing at ``path``.
     ValueError
-        Not a bigdr model, a newer format, a missing or altered array.
+        Not a bigdr model, a newer format, a missing or altered array, a
+        missing or wrong signature when ``key`` is given.
     """
     import zarr
 
@@ -121,12 +155,27 @@ def read_model(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
         )
     if meta.get("sha256") != _meta_digest(meta):
         raise ValueError(f"{str(path)!r} is corrupted or was modified: its parameters do not match their checksum.")
+    if key is not None:
+        signature = meta.get("hmac_sha256")
+        if not isinstance(signature, str):
+            raise ValueError(f"{str(path)!r} is not signed; it cannot be checked against the key you gave.")
+        if not hmac.compare_digest(signature, _signature(meta, key)):
+            raise ValueError(f"{str(path)!r} was not signed with this key, or was modified after signing.")
     arrays = {}
     for name, info in meta.get("arrays", {}).items():
         try:
-            value = np.asarray(group[name][...])
+            stored = group[name]
         except Exception as exc:
-            raise ValueError(f"{str(path)!r} is truncated: array {name!r} cannot be read ({exc}).") from exc
+            raise ValueError(f"{str(path)!r} is incomplete: array {name!r} is missing ({exc}).") from exc
+        if str(stored.dtype) != info.get("dtype"):
+            raise ValueError(
+                f"{str(path)!r} holds array {name!r} of dtype {stored.dtype} where bigdr wrote {info.get('dtype')}: "
+                f"a file that is not bigdr's (objects or pickles are never part of a bigdr model). It was not loaded."
+            )
+        try:
+            value = np.asarray(stored[...])
+        except Exception as exc:
+            raise ValueError(f"{str(path)!r} is damaged: array {name!r} cannot be read ({exc}).") from exc
         if _digest(value) != info.get("sha256"):
             raise ValueError(f"{str(path)!r} is corrupted or was modified: array {name!r} does not match its checksum.")
         arrays[name] = value

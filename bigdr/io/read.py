@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import operator
 import os
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,7 @@ def as_array(
     check_finite: bool = True,
     extra_row_bytes: int = 0,
     keep_column_chunks: bool = False,
+    allow_missing_chunks: bool | None = None,
 ) -> da.Array:
     """Turn array-like input into a validated dask array chunked by rows.
 
@@ -191,6 +193,11 @@ def as_array(
     keep_column_chunks : bool
         Keep the column chunks of column-chunked input whatever the row width
         (for consumers that work block by block along both axes).
+    allow_missing_chunks : bool, optional
+        Accept a zarr store some of whose chunk files are absent (read as the
+        fill value). Default: the dask config value ``bigdr.allow-missing-chunks``
+        (command line ``--allow-missing-chunks``), false: a missing chunk file
+        usually means a copy or a write that did not finish.
 
     Returns
     -------
@@ -203,7 +210,10 @@ def as_array(
     # An array that already went through as_array keeps its check: passing it on
     # (an estimator to the sampling pass, say) must not stack a second one.
     checked = isinstance(X, da.Array) and _is_checked(X)
+    source = None
     if isinstance(X, (str, Path)):
+        if "://" not in str(X):
+            source = os.path.realpath(re.sub(r"(?i)(\.(h5|hdf5|hdf)):.*$", r"\1", str(X)))
         X = _open_path(str(X), dataset=dataset, storage_options=storage_options)
     try:
         import zarr
@@ -216,7 +226,7 @@ def as_array(
         base = None
     elif is_zarr:
         base = X.chunks[0] if X.ndim >= 1 else None
-        arr = da.from_zarr(X, chunks=X.chunks)
+        arr = zarr_source(X, allow_missing_chunks=allow_missing_chunks)
     elif (
         hasattr(X, "shape")
         and hasattr(X, "dtype")
@@ -249,6 +259,8 @@ def as_array(
         else:  # invalid input: let the checks below name the problem
             arr = da.from_array(X, chunks=X.shape or 1, name=False)
 
+    if source is not None:
+        _SOURCES[arr.name] = source
     if arr.ndim != 2:
         hint = (
             (
@@ -296,6 +308,119 @@ def as_array(
     if (row_chunks, tuple(col_chunks)) != arr.chunks:
         arr = arr.rechunk((row_chunks, col_chunks))
     return with_finite_check(arr) if check_finite and not checked else arr
+
+
+#: Layer name -> the path of the file or store it reads: how an output is checked against its inputs.
+_SOURCES: dict[str, str] = {}
+
+
+def source_paths(arr: Any) -> list[str]:
+    """Local paths of the stores and files a dask array built by :func:`as_array` reads."""
+    if not isinstance(arr, da.Array):
+        return []
+    layers = getattr(arr.__dask_graph__(), "layers", {})
+    return sorted({_SOURCES[name] for name in layers if name in _SOURCES})
+
+
+def _store_location(X: Any) -> str | None:
+    """The local directory of a zarr array, or None for remote or in-memory stores."""
+    root = getattr(getattr(X, "store", None), "root", None)
+    if root is None:
+        return None
+    return os.path.join(str(root), str(getattr(X, "path", "") or ""))
+
+
+class _ZarrReader:
+    """Reads row blocks of a zarr array; a chunk that cannot be decoded is named, with its rows."""
+
+    def __init__(self, array: Any, location: str):
+        self.array, self.location = array, location
+        self.shape, self.dtype, self.ndim = array.shape, array.dtype, array.ndim
+
+    def __dask_tokenize__(self) -> tuple:
+        return ("bigdr-zarr", self.location, self.shape, str(self.dtype), self.array.chunks)
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        try:
+            return np.asarray(self.array[key])
+        except Exception as exc:
+            raise self._damage(key, exc) from exc
+
+    def _damage(self, key: Any, exc: Exception) -> Exception:
+        rows = key[0] if isinstance(key, tuple) else key
+        step = self.array.chunks[0]
+        start, stop = (rows.start or 0, rows.stop if rows.stop is not None else self.shape[0])
+        for first in range(start - start % step, stop, step):
+            coords = (first // step,) + (0,) * (self.ndim - 1)
+            try:
+                self.array[first : min(first + step, self.shape[0])]
+            except Exception as chunk_exc:
+                chunk_key = self.array.metadata.encode_chunk_key(coords)
+                return ValueError(
+                    f"Cannot read chunk {chunk_key} of the zarr store {self.location} (rows {first} to "
+                    f"{min(first + step, self.shape[0]) - 1}): {chunk_exc}. The store is damaged; restore the "
+                    f"chunk file or write the store again from its source."
+                )
+        return ValueError(f"Cannot read rows {start} to {stop - 1} of the zarr store {self.location}: {exc}")
+
+
+def missing_chunks(X: Any) -> list[str]:
+    """Keys of the chunks of zarr array ``X`` that have no file in a local store (empty when complete)."""
+    location = _store_location(X)
+    if X.nchunks_initialized >= X.nchunks:  # one listing of the store
+        return []
+    if location is None:
+        return [f"{X.nchunks - X.nchunks_initialized} chunk(s)"]
+    grid = [range(-(-s // c)) for s, c in zip(X.shape, X.chunks)]
+    import itertools
+
+    return [
+        key
+        for key in (X.metadata.encode_chunk_key(coords) for coords in itertools.product(*grid))
+        if not os.path.exists(os.path.join(location, key))
+    ]
+
+
+def zarr_source(X: Any, *, allow_missing_chunks: bool | None = None) -> da.Array:
+    """A dask array reading zarr array ``X`` by its storage chunks, refusing absent chunk files.
+
+    zarr reads an absent chunk file as the fill value, so a store whose copy
+    was cut short reads as valid data with zeros in it. Listing the store is
+    cheap next to reading it, so it is done first.
+    """
+    import dask
+
+    if allow_missing_chunks is None:
+        allow_missing_chunks = bool(dask.config.get("bigdr.allow-missing-chunks", False))
+    location = _store_location(X) or str(getattr(X, "store", "zarr store"))
+    if X.ndim >= 1 and X.size:
+        missing = missing_chunks(X)
+        if missing and not allow_missing_chunks:
+            step = X.chunks[0]
+            first = missing[0]
+            rows = ""
+            if "/" in first or "." in first:
+                index = int(first.replace(".", "/").split("/")[-X.ndim])
+                rows = f" (the first, {first}, holds rows {index * step} to {min((index + 1) * step, X.shape[0]) - 1})"
+            raise ValueError(
+                f"The zarr store {location} lacks {len(missing)} of its {X.nchunks} chunk files{rows}; zarr would "
+                f"read them as {X.fill_value}. If the store is sparse on purpose, pass allow_missing_chunks=True "
+                f"(command line: --allow-missing-chunks); otherwise copy or write it again."
+            )
+        if missing:
+            import warnings
+
+            from ..exceptions import BigdrWarning
+
+            warnings.warn(
+                f"{len(missing)} of the {X.nchunks} chunks of {location} are absent and read as {X.fill_value}.",
+                BigdrWarning,
+                stacklevel=3,
+            )
+    arr = da.from_array(_ZarrReader(X, location), chunks=X.chunks, asarray=False, fancy=False)
+    if _store_location(X) is not None:
+        _SOURCES[arr.name] = os.path.realpath(location)
+    return arr
 
 
 def with_finite_check(arr: da.Array) -> da.Array:

@@ -11,7 +11,7 @@ import dask.array as da
 import numpy as np
 
 from .._version import __version__
-from .write import check_writable, publish, temporary_sibling
+from .outputs import check_output, publish, temporary_sibling
 
 SPARSE_FORMAT = "bigdr-csr"
 
@@ -39,7 +39,7 @@ def write_sparse_zarr(
         blocks = [sp.csr_matrix(blocks)]
     if n_features is None:
         raise ValueError("n_features is needed when blocks is an iterable of row blocks.")
-    final = check_writable(path, overwrite)
+    final = check_output(path, "store", overwrite=overwrite)
     tmp = temporary_sibling(final)
     try:
         group = zarr.open_group(str(tmp), mode="w")

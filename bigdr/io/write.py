@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,44 +16,12 @@ import dask.array as da
 import numpy as np
 
 from .._version import __version__
+from .outputs import check_output, publish
+from .read import source_paths
 
 
 def json_safe(obj: Any) -> Any:
     return json.loads(json.dumps(obj, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
-
-
-def temporary_sibling(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:12]}")
-
-
-def publish(tmp: Path, final: Path, overwrite: bool) -> None:
-    """Move a complete store from ``tmp`` to ``final`` by renames only."""
-    if final.exists():
-        if not overwrite:
-            raise FileExistsError(
-                f"{final} already exists; pass overwrite=True (command line: --overwrite) to replace it."
-            )
-        trash = temporary_sibling(final)
-        os.rename(final, trash)
-        os.rename(tmp, final)
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        os.rename(tmp, final)
-
-
-def check_writable(path: str | os.PathLike, overwrite: bool = False) -> Path:
-    """Fail early, before any work, if ``path`` cannot be written."""
-    if "://" in str(path):
-        raise ValueError(
-            f"Writing to URLs ({path!r}) is not supported: atomic publication needs a "
-            f"local or mounted file system. Write locally and copy the finished store."
-        )
-    final = Path(path)
-    if final.exists() and not overwrite:
-        raise FileExistsError(f"{final} already exists; pass overwrite=True (command line: --overwrite) to replace it.")
-    if not final.parent.exists():
-        raise FileNotFoundError(f"Directory {final.parent} does not exist; create it first.")
-    return final
 
 
 #: Inside a partial store: one empty file per row block written (its first row).
@@ -128,11 +95,12 @@ def write_zarr(
 
     from .._compute import compute as _compute
 
-    final = check_writable(path, overwrite)
-    attrs = json_safe({**(attrs or {}), "bigdr_version": __version__})
-    tmp = partial_path(final)
     single = not isinstance(arrays, dict)
     items = {"": arrays} if single else dict(arrays)
+    inputs = [p for a in items.values() for p in source_paths(a)]
+    final = check_output(path, "store", overwrite=overwrite, inputs=inputs)
+    attrs = json_safe({**(attrs or {}), "bigdr_version": __version__})
+    tmp = partial_path(final)
     prepared = {}
     for key, arr in items.items():
         arr = arr if isinstance(arr, da.Array) else da.from_array(np.asarray(arr))
@@ -166,6 +134,7 @@ def write_zarr(
                     chunks=tuple(max(c[0], 1) for c in arr.chunks) or (),
                     dtype=arr.dtype,
                     attributes=attrs,
+                    config=_COMPLETE,
                 )
             else:
                 root = zarr.open_group(str(tmp), mode="w", attributes=attrs)
@@ -176,6 +145,7 @@ def write_zarr(
                         chunks=tuple(max(c[0], 1) for c in arr.chunks),
                         dtype=arr.dtype,
                         attributes=attrs,
+                        config=_COMPLETE,
                     )
             (tmp / DONE_DIR).mkdir()
             (tmp / DONE_DIR / "fingerprint").write_text(fingerprint)
@@ -184,13 +154,23 @@ def write_zarr(
         _compute(_store_together(list(prepared.values()), targets, tmp / DONE_DIR, done))
         shutil.rmtree(tmp / DONE_DIR)
         publish(tmp, final, overwrite)
-    except _KEEP_PARTIAL_ON:
-        raise
     except BaseException as exc:
         if not _interrupted(exc):
             shutil.rmtree(tmp, ignore_errors=True)
+        elif tmp.exists():
+            note = getattr(exc, "add_note", None)  # Python 3.11+
+            if note is not None:
+                note(
+                    f"The blocks written so far are kept in {tmp}: write again with resume=True (command line: "
+                    f"--resume) to finish, or remove that directory."
+                )
         raise
     return final
+
+
+#: Every chunk is written, even one equal to the fill value, so that a missing
+#: chunk file always means damage (see :func:`bigdr.io.read.zarr_source`).
+_COMPLETE: Any = {"write_empty_chunks": True}
 
 
 def _partial_fingerprint(tmp: Path) -> str | None:
