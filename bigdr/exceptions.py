@@ -37,3 +37,11 @@ class DataDimensionalityWarning(BigdrWarning):
 
 class ConvergenceWarning(BigdrWarning):
     """An iterative solver stopped before reaching its tolerance."""
+
+
+class ExtrapolationWarning(BigdrWarning):
+    """Rows to embed lie far outside the data the model was fitted on; their coordinates are extrapolated."""
+
+
+class SparseGraphWarning(BigdrWarning):
+    """A sampled neighbour graph has too few rows for the dimension of the data's manifold."""

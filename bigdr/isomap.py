@@ -39,10 +39,11 @@ from ._compute import compute
 from ._random import LANDMARK_STREAM, resolve_seed
 from ._validation import check_choice, check_int, check_real
 from .base import ExtensionEstimator, wants_numpy
+from .core.dimension import intrinsic_dimension, rows_needed
 from .core.triangulation import Triangulation, attach_geodesics, landmark_mds, triangulate, triangulate_distances
-from .exceptions import DisconnectedGraphWarning
+from .exceptions import DisconnectedGraphWarning, SparseGraphWarning
 from .extension import Extension
-from .graph.knn import knn_graph
+from .graph.knn import KNNGraph, knn_graph
 from .graph.landmarks import maxmin, uniform_sample
 from .graph.neighbors import NeighborIndex, check_method, check_metric
 from .graph.sparse import check_policy, landmark_geodesics, radius_graph, resolve_components, to_csr
@@ -56,8 +57,13 @@ EXACT_LIMIT = 40_000
 DEFAULT_LANDMARKS = 256
 #: ``graph_sample="auto"``: the graph of all rows up to this many rows, a sample above.
 GRAPH_ALL_MAX = 200_000
-#: ``graph_sample="auto"``: the sample size above ``GRAPH_ALL_MAX`` rows.
+#: ``graph_sample="auto"``: the smallest sample above ``GRAPH_ALL_MAX`` rows
+#: (more when the manifold needs it: :func:`bigdr.core.dimension.rows_needed`).
 DEFAULT_GRAPH_SAMPLE = 100_000
+#: ``graph_sample="auto"`` never samples more rows than this (the graph is held in one process).
+GRAPH_SAMPLE_MAX = 1_000_000
+#: A default sample is drawn again, larger, when the dimension asks for this many times its rows.
+SAMPLE_GROWTH = 1.25
 #: Sample of reference rows on which the residual variance is estimated.
 RESIDUAL_SAMPLE = 1_000
 #: Radius mode: rows are attached through their reference rows within the
@@ -133,8 +139,15 @@ class Isomap(ExtensionEstimator):
         Rows the neighbourhood graph is built on. ``None``: all rows (held in
         this process, O(n k)). int ``M``: a uniform sample of ``M`` rows drawn
         in one pass; every row is attached to the sample (memory independent
-        of n). ``"auto"``: all rows up to 200,000 rows, else a 100,000-row
-        sample.
+        of n). ``"auto"``: all rows up to 200,000 rows, else a sample sized
+        to the manifold: the dimension ``m`` is estimated from the neighbour
+        distances of a first 100,000-row sample (Levina & Bickel 2004), and
+        when the manifold needs more rows, ``2000 * 10**(m - 2) * 10 /
+        n_neighbors`` (:func:`bigdr.core.dimension.rows_needed`), the sample
+        is drawn again that large (at most 1,000,000 rows; all rows when that
+        is more than n). A sampled graph smaller than the rule asks for (a
+        given int, or the cap) warns with a ``SparseGraphWarning``: geodesics
+        through a sparse graph of a high-dimensional manifold are poor.
     landmark_method : {"random", "maxmin"}
         How landmarks are picked among the reference rows: uniformly, or by
         farthest-point selection (even coverage).
@@ -155,6 +168,9 @@ class Isomap(ExtensionEstimator):
     Attributes
     ----------
     mode_ : {"exact", "landmark", "sampled"}
+    intrinsic_dimension_ : float
+        Levina-Bickel estimate of the manifold's dimension from the graph's
+        neighbour distances (nan for a radius graph).
     embedding_ : (n, n_components), when ``X`` is in memory (numpy)
     eigenvalues_ : (n_components,)
         Leading eigenvalues of the landmarks' double-centred squared geodesics.
@@ -182,6 +198,9 @@ class Isomap(ExtensionEstimator):
     de Silva, V. & Tenenbaum, J. B. (2003). Global versus local methods in
     nonlinear dimensionality reduction. Advances in Neural Information
     Processing Systems 15, 721-728.
+
+    Levina, E. & Bickel, P. J. (2004). Maximum likelihood estimation of
+    intrinsic dimension. Advances in Neural Information Processing Systems 17.
 
     Examples
     --------
@@ -291,15 +310,25 @@ class Isomap(ExtensionEstimator):
         mode, n_ref = self._plan(n)
         if self.n_components >= n:
             raise ValueError(f"n_components={self.n_components} must be less than the number of rows ({n}).")
-        if mode == "sampled":
-            ref, _ = uniform_sample(X, n_ref, self.seed_)  # reads X in its own chunks
-        else:
-            (ref,) = compute(Xd)
-        ref = np.ascontiguousarray(ref)
         given = self._given_landmarks(p)
-        if given is not None:
-            ref = np.vstack([ref, given.astype(ref.dtype)])
-        graph = self._graph(ref)
+        ref, graph, dist = self._reference_graph(X, Xd, mode, n_ref, given)
+        self.intrinsic_dimension_ = intrinsic_dimension(dist) if dist is not None else float("nan")
+        if mode == "sampled" and dist is not None:
+            needed = rows_needed(self.intrinsic_dimension_, self.n_neighbors or 10)
+            if needed > SAMPLE_GROWTH * n_ref and isinstance(self.graph_sample, str):
+                # The manifold has more dimensions than a default sample can resolve: a larger one.
+                n_ref = min(n, needed, GRAPH_SAMPLE_MAX)
+                mode = "sampled" if n_ref < n else "landmark"
+                ref, graph, dist = self._reference_graph(X, Xd, mode, n_ref, given)
+            if needed > n_ref and n_ref < n:
+                warnings.warn(
+                    f"The data look {self.intrinsic_dimension_:.1f}-dimensional (Levina-Bickel estimate from the "
+                    f"graph); a sampled graph of {n_ref} rows with n_neighbors={self.n_neighbors} is too sparse "
+                    f"for that (about {needed} rows needed), so geodesics and the embedding will be poor. Raise "
+                    f"graph_sample (or set it to None for all rows) or n_neighbors.",
+                    SparseGraphWarning,
+                    stacklevel=3,
+                )
         graph, eligible, self.n_components_found_ = resolve_components(
             graph,
             self.on_disconnected,
@@ -360,14 +389,32 @@ class Isomap(ExtensionEstimator):
             )
         return rows
 
-    def _graph(self, ref: np.ndarray) -> sp.csr_matrix:
+    def _reference_graph(
+        self, X: Any, Xd: da.Array, mode: str, n_ref: int, given: np.ndarray | None
+    ) -> tuple[np.ndarray, sp.csr_matrix, np.ndarray | None]:
+        """The reference rows (a sample or all rows, plus given landmarks) and their graph."""
+        if mode == "sampled":
+            ref, _ = uniform_sample(X, n_ref, self.seed_)  # reads X in its own chunks
+        else:
+            (ref,) = compute(Xd)
+        ref = np.ascontiguousarray(ref)
+        if given is not None:
+            ref = np.vstack([ref, given.astype(ref.dtype)])
+        graph, dist = self._graph(ref)
+        return ref, graph, dist
+
+    def _graph(self, ref: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray | None]:
+        """The graph on ``ref`` and, for a kNN graph, its neighbour distances."""
         if self.radius is not None:
-            return radius_graph(ref, self.radius, self.metric)
+            return radius_graph(ref, self.radius, self.metric), None
         k = check_int(self.n_neighbors, "n_neighbors")
         if k >= len(ref):
             raise ValueError(f"n_neighbors={k} must be less than the {len(ref)} rows of the graph.")
         graph = knn_graph(ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_)
-        return to_csr(graph, "union", "distance")
+        ind, dist = compute(graph.indices, graph.distances)
+        chunks = graph.indices.chunks[0]
+        graph = KNNGraph(from_numpy(ind, chunks), from_numpy(dist, chunks), graph.metric, graph.method)
+        return to_csr(graph, "union", "distance"), dist
 
     def _choose_landmarks(
         self, ref: np.ndarray, eligible: np.ndarray, mode: str, given: np.ndarray | None
@@ -424,6 +471,7 @@ class Isomap(ExtensionEstimator):
             "residual_variance": self.residual_variance_.tolist(),
             "n_landmarks": len(self.landmark_indices_),
             "graph_rows": len(self.reference_rows_),
+            "intrinsic_dimension": self.intrinsic_dimension_,
         }
 
     def describe(self) -> str:

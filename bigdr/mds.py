@@ -28,12 +28,17 @@ from .base import BigdrEstimator, ExtensionEstimator, wants_numpy
 from .core.distances import check_distance_metric, pairwise_distances
 from .core.eigen import DENSE_EIGH_MAX, Eigenpairs, flip_signs, randomized_eigh, top_eigh
 from .core.triangulation import TRIANGULATE_ROWS, Triangulation, double_centre, landmark_mds, triangulate
-from .exceptions import NonEuclideanWarning
+from .exceptions import ConvergenceWarning, NonEuclideanWarning
 from .extension import Extension
 from .graph.landmarks import select_landmarks
 from .io import as_array, from_numpy
 from .linalg import double_centred_operator
 from .pca import PCA
+
+#: Relative residual the randomized solver iterates to (eigenvalue errors about its square),
+#: and the most passes over the matrix it may spend on it.
+RESIDUAL_TOL = 1e-6
+MAX_PASSES = 50
 
 
 # -- classical MDS --------------------------------------------------------------
@@ -114,9 +119,13 @@ class ClassicalMDS(BigdrEstimator):
     metric_params : dict, optional
         Keyword arguments of the metric.
     n_oversamples, n_iter : int
-        Randomized eigensolver for large dissimilarity matrices (more than
-        2000 rows): subspace width ``n_components + n_oversamples`` and
-        ``n_iter`` power iterations (``n_iter + 1`` passes over D).
+        Randomized eigensolver for large dissimilarity matrices not in memory
+        (more than 2000 rows, given as a dask or zarr array): subspace width
+        ``n_components + n_oversamples`` and at least ``n_iter`` power
+        iterations, continued until the relative residual of every kept
+        pair is below 1e-6 (at most 50 passes; a ``ConvergenceWarning`` with
+        the residual otherwise). A numpy matrix is solved exactly (LAPACK up
+        to 2000 rows, ARPACK above).
     random_state : int or None
         Seed of the randomized eigensolver (the seed used is kept in ``seed_``).
 
@@ -133,6 +142,9 @@ class ClassicalMDS(BigdrEstimator):
         else over the ``n_components + n_oversamples`` eigenvalues of largest
         magnitude.
     spectrum_complete_ : bool
+    eigen_residual_ : float
+        Largest relative residual ``|B v - lambda v| / |lambda|`` of the kept
+        pairs (0 for the exact solvers).
     n_features_in_ : int
 
     Notes
@@ -215,7 +227,7 @@ class ClassicalMDS(BigdrEstimator):
             D = Xd
         else:
             D = _lazy_pairwise(Xd, self.metric, self.metric_params)
-        Y = self._fit_dissimilarity(D)
+        Y = self._fit_dissimilarity(D, in_memory=wants_numpy(X))
         return Y if wants_numpy(X) else from_numpy(Y, Xd.chunks[0])
 
     def _fit_pca(self, Xd: da.Array, in_memory: bool) -> np.ndarray | da.Array:
@@ -229,6 +241,7 @@ class ClassicalMDS(BigdrEstimator):
         self.eigenvalues_ = evals
         self.negative_mass_ = 0.0
         self.spectrum_complete_ = True
+        self.eigen_residual_ = 0.0
         if in_memory:
             (Y,) = compute(Y)
         return Y
@@ -244,15 +257,34 @@ class ClassicalMDS(BigdrEstimator):
         signs = np.where(np.sign(values) == 0, 1.0, np.sign(values))
         return Y * signs
 
-    def _fit_dissimilarity(self, D: da.Array) -> np.ndarray:
+    def _fit_dissimilarity(self, D: da.Array, in_memory: bool = False) -> np.ndarray:
         n, k = D.shape[0], self.n_components
         spec: Eigenpairs
-        if n <= DENSE_EIGH_MAX:
+        if n <= DENSE_EIGH_MAX or in_memory:
+            # The matrix is (or may be) held: an exact solver, not a few power iterations.
             (Dn,) = compute(D)
             spec = top_eigh(double_centre(np.asarray(Dn, dtype=np.float64) ** 2), k, self.seed_)
         else:
             width = int(min(n, k + self.n_oversamples))
-            spec = randomized_eigh(double_centred_operator(D), n, width, self.n_iter, self.seed_)
+            spec = randomized_eigh(
+                double_centred_operator(D),
+                n,
+                width,
+                self.n_iter,
+                self.seed_,
+                tol=RESIDUAL_TOL,
+                n_check=k,
+                max_iter=MAX_PASSES,
+            )
+            if spec.residual > RESIDUAL_TOL:
+                warnings.warn(
+                    f"The randomized eigensolver stopped after {MAX_PASSES} passes over the matrix with a relative "
+                    f"residual of {spec.residual:.2g} (tolerance {RESIDUAL_TOL:g}): the spectrum decays too "
+                    f"slowly. Raise n_oversamples, or give the matrix in memory for an exact solver.",
+                    ConvergenceWarning,
+                    stacklevel=4,
+                )
+        self.eigen_residual_ = spec.residual
         values, vectors = spec.values[:k], spec.vectors[:, :k]
         positive = values > 0
         if not positive.all():

@@ -28,6 +28,63 @@ def default_spec() -> str:
     return os.environ.get(ENV, "threads") or "threads"
 
 
+def _guarded_lines(source: str) -> list[range]:
+    """Line ranges of the ``if __name__ == "__main__":`` blocks of a module's source."""
+    import ast
+
+    ranges = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
+            names = [node.test.left, *node.test.comparators]
+            texts = {ast.unparse(n).strip("'\"") for n in names}
+            if texts == {"__name__", "__main__"}:
+                ranges.append(range(node.body[0].lineno, (node.end_lineno or node.lineno) + 1))
+    return ranges
+
+
+def check_main_guard() -> None:
+    """Refuse to start worker processes from the unguarded top level of a script.
+
+    Worker processes start by ``spawn`` (dask's default), which re-imports the
+    main script; without an ``if __name__ == "__main__":`` guard every worker
+    would run the script again and try to start a cluster of its own, ending
+    in "Nanny failed to start" and pages of tracebacks. The running script's
+    top-level frame tells whether the call comes from inside the guard.
+    """
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or path is None or not os.path.isfile(path):
+        return  # interactive, python -c, notebooks: nothing is re-imported
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None and getattr(main, "__name__", "") == "__mp_main__":
+        raise RuntimeError(
+            f"{path} starts a cluster while being re-imported by a worker process; put the code that uses "
+            f'use_scheduler("local-cluster") under if __name__ == "__main__":'
+        )
+    frame = sys._getframe(1)
+    top = None
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and os.path.abspath(frame.f_code.co_filename) == os.path.abspath(path):
+            top = frame
+        frame = frame.f_back  # type: ignore[assignment]
+    if top is None:
+        return  # called from elsewhere (a test runner, an entry point)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            guarded = _guarded_lines(fh.read())
+    except (OSError, SyntaxError, ValueError):
+        return
+    if not any(top.f_lineno in r for r in guarded):
+        raise RuntimeError(
+            f'{os.path.basename(path)}, line {top.f_lineno}: use_scheduler("local-cluster") at the top level of a '
+            f'script needs the script\'s code under if __name__ == "__main__": (worker processes re-import the '
+            f"script); indent it under that line."
+        )
+
+
 @contextlib.contextmanager
 def use_scheduler(spec: str | None = None, *, n_workers: int | None = None) -> Iterator[object | None]:
     """Run the enclosed dask work on ``spec``; yields the ``distributed.Client`` or None."""
@@ -39,6 +96,7 @@ def use_scheduler(spec: str | None = None, *, n_workers: int | None = None) -> I
     from distributed import Client, LocalCluster
 
     if spec in ("local-cluster", "local"):
+        check_main_guard()
         workers = n_workers or max(1, min(os.cpu_count() or 1, 4))
         with (
             LocalCluster(

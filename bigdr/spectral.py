@@ -30,16 +30,18 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import dask
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
 from ._compute import compute
 from ._random import resolve_seed
-from ._validation import check_int, check_real
+from ._validation import check_int, check_n_features, check_real
 from .base import ExtensionEstimator, wants_numpy
+from .core.dimension import intrinsic_dimension, rows_needed
 from .core.eigen import flip_signs, smallest_eigh
-from .exceptions import DisconnectedGraphWarning
+from .exceptions import DisconnectedGraphWarning, ExtrapolationWarning, SparseGraphWarning
 from .extension import Extension
 from .graph.affinity import KERNELS, affinity, auto_epsilon, check_alpha, new_row_weights
 from .graph.knn import knn_graph
@@ -52,10 +54,20 @@ from .io import as_array, from_numpy
 #: ``landmarks="auto"``: all rows up to this many, else ``AUTO_LANDMARKS`` landmarks.
 ALL_ROWS_MAX = 1_500_000
 AUTO_LANDMARKS = 100_000
+#: ``landmarks="auto"`` grows the landmark set when the manifold needs this many
+#: times more rows (:func:`bigdr.core.dimension.rows_needed`), up to ``LANDMARKS_MAX``.
+SAMPLE_GROWTH = 1.25
+LANDMARKS_MAX = 1_000_000
 #: Rows per piece of a Nyström extension.
 EXTEND_ROWS = 8192
 #: What the spectral methods can do with a disconnected graph (:func:`bigdr.graph.sparse.resolve_components`).
 ON_DISCONNECTED = ("warn", "raise")
+#: A row farther from its nearest reference row than this many times that row's
+#: k-th-neighbour distance is outside the fitted data: its coordinates are flagged.
+FAR_RATIO = 3.0
+#: Candidates are widened by doubling up to this factor; rows still short of
+#: every possible reverse edge are checked against the wide reference rows exactly.
+MAX_WIDEN = 8
 
 
 class NystromExtension(Extension):
@@ -77,15 +89,63 @@ class NystromExtension(Extension):
         phi: np.ndarray,
         mu: np.ndarray,
         scale: np.ndarray,
+        reference: np.ndarray,
+        metric: Any,
     ) -> None:
         self.index, self.W, self.k, self.k_query = index, W, k, k_query
         self.radius, self.q = radius, q
         self.kernel, self.epsilon, self.self_loops, self.alpha = kernel, epsilon, self_loops, alpha
         self.kind, self.phi, self.mu, self.scale = kind, phi, mu, scale
+        self.reference, self.metric = reference, metric
+        self.widest = float(radius.max()) if len(radius) else 0.0
         super().__init__(phi.shape[1], EXTEND_ROWS)
 
-    def embed_piece(self, rows: np.ndarray) -> np.ndarray:
+    def candidates(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every reference row that can share an edge with each row, nearest first.
+
+        The ``k`` nearest are forward edges; a reference row ``j`` is a reverse
+        edge when the row lies within ``j``'s k-th-neighbour distance
+        ``r_j``. A reference row not among the candidates is farther than the
+        last candidate, so once the last candidate is farther than the largest
+        ``r_j`` nothing is missed. Rows short of that get twice the candidates,
+        up to :data:`MAX_WIDEN` times; the few left are checked against every
+        reference row whose ``r_j`` reaches them. Columns past a row's own
+        candidates are padded (index 0, distance inf: no edge).
+        """
+        n_ref = len(self.radius)
         ind, dist = self.index.query_block(rows, self.k_query)
+        width = self.k_query
+        short = dist[:, -1] <= self.widest
+        while short.any() and width < min(n_ref, MAX_WIDEN * self.k_query):
+            width = min(n_ref, 2 * width)
+            more_ind, more_dist = self.index.query_block(rows[short], width)
+            ind, dist = _pad(ind, dist, width)
+            ind[short], dist[short] = more_ind, more_dist
+            short[short] = more_dist[:, -1] <= self.widest
+        if short.any() and width < n_ref:
+            from .core.distances import pairwise_distances
+
+            extra: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+            for r in map(int, np.flatnonzero(short)):
+                wide = np.flatnonzero(self.radius >= dist[r, -1])
+                d = pairwise_distances(rows[r : r + 1], self.reference[wide], self.metric)[0]
+                hit = (d <= self.radius[wide]) & ~np.isin(wide, ind[r])
+                extra[r] = (wide[hit], d[hit].astype(dist.dtype))
+            most = max(len(v[0]) for v in extra.values())
+            if most:
+                ind, dist = _pad(ind, dist, ind.shape[1] + most)
+                for r, (j, d) in extra.items():
+                    ind[r, width : width + len(j)], dist[r, width : width + len(j)] = j, d
+        return ind, dist
+
+    def distance_ratio(self, rows: np.ndarray) -> np.ndarray:
+        """Distance to the nearest reference row over that row's k-th-neighbour distance."""
+        ind, dist = self.index.query_block(rows, 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return dist[:, 0] / self.radius[ind[:, 0]]
+
+    def embed_piece(self, rows: np.ndarray) -> np.ndarray:
+        ind, dist = self.candidates(rows)
         w, is_self = new_row_weights(
             ind, dist.astype(np.float64), self.k, self.radius, self.kernel, self.epsilon, self.self_loops
         )
@@ -109,7 +169,31 @@ class NystromExtension(Extension):
                 if self.kind == "symmetric":
                     y *= np.sqrt(dx)[:, None]
         y[qx == 0] = np.nan  # no reference row near enough: nothing to extend from
+        with np.errstate(divide="ignore", invalid="ignore"):
+            far = int(np.sum(dist[:, 0] > FAR_RATIO * self.radius[ind[:, 0]]))
+        if far:
+            warnings.warn(
+                f"{far} of {len(rows)} rows are farther from the fitted data than {FAR_RATIO:g} times the "
+                f"neighbour distance there; their coordinates are extrapolated (see distance_ratio).",
+                ExtrapolationWarning,
+                stacklevel=2,
+            )
         return y * self.scale
+
+
+def _ratio_block(block: np.ndarray, extension: NystromExtension) -> np.ndarray:
+    return extension.distance_ratio(block)
+
+
+def _pad(ind: np.ndarray, dist: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Widen candidate arrays to ``width`` columns with entries that make no edge."""
+    if ind.shape[1] >= width:
+        return ind, dist
+    n = len(ind)
+    wide_ind = np.zeros((n, width), dtype=ind.dtype)
+    wide_dist = np.full((n, width), np.inf, dtype=dist.dtype)
+    wide_ind[:, : ind.shape[1]], wide_dist[:, : dist.shape[1]] = ind, dist
+    return wide_ind, wide_dist
 
 
 class _SpectralBase(ExtensionEstimator):
@@ -138,9 +222,15 @@ class _SpectralBase(ExtensionEstimator):
         check_metric(self.metric, self.neighbor_method)
         self.seed_ = resolve_seed(self.random_state)
 
-    def _reference(self, X: Any, Xd: da.Array) -> tuple[np.ndarray, str]:
+    def _knn(self, ref: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        ind, dist = knn_graph(
+            ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_
+        ).compute()
+        return ind, dist.astype(np.float64)
+
+    def _reference(self, X: Any, Xd: da.Array, size: int | None = None) -> tuple[np.ndarray, str]:
         n = Xd.shape[0]
-        lm = self.landmarks
+        lm = self.landmarks if size is None else size
         if isinstance(lm, str):
             if lm != "auto":
                 raise ValueError(f"landmarks must be 'auto', None or an int; got {lm!r}.")
@@ -171,10 +261,23 @@ class _SpectralBase(ExtensionEstimator):
                 f"n_components={d} must be less than the number of graph rows ({n_ref}): the first "
                 f"eigenvector is the trivial one."
             )
-        ind, dist = knn_graph(
-            ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_
-        ).compute()
-        dist = dist.astype(np.float64)
+        ind, dist = self._knn(ref, k)
+        self.intrinsic_dimension_ = intrinsic_dimension(dist)
+        if mode == "landmarks":
+            needed = rows_needed(self.intrinsic_dimension_, k)
+            if needed > SAMPLE_GROWTH * n_ref and isinstance(self.landmarks, str):
+                # More landmarks than the default: the manifold has more dimensions than it resolves.
+                ref, mode = self._reference(X, Xd, min(needed, LANDMARKS_MAX))
+                n_ref = len(ref)
+                ind, dist = self._knn(ref, k)
+            if needed > n_ref:
+                warnings.warn(
+                    f"The data look {self.intrinsic_dimension_:.1f}-dimensional (Levina-Bickel estimate from the "
+                    f"graph); {n_ref} landmarks with n_neighbors={k} are too few for that (about {needed} "
+                    f"needed), so the kernel and the embedding will be poor. Raise landmarks or n_neighbors.",
+                    SparseGraphWarning,
+                    stacklevel=3,
+                )
         eps = auto_epsilon(dist) if isinstance(self.epsilon, str) else float(self.epsilon)
         aff = affinity(ind, dist, self._kernel, eps, self._self_loops)
         _, _, self.n_graph_components_ = resolve_components(
@@ -202,6 +305,13 @@ class _SpectralBase(ExtensionEstimator):
 
         self.mode_ = mode
         self.epsilon_ = eps
+        # transform depends on these fitted values only, never on parameters changed after fit
+        self.n_neighbors_, self.alpha_, self.kernel_, self.operator_ = k, alpha, self._kernel, self._kind
+        self.scale_ = scale
+        self.neighbor_method_ = self.neighbor_method
+        self._fit_metric = self.metric
+        if isinstance(self.metric, str):
+            self.metric_ = self.metric
         self.n_features_in_ = int(Xd.shape[1])
         self.reference_rows_ = ref
         self.eigenvectors_ = phi
@@ -222,26 +332,52 @@ class _SpectralBase(ExtensionEstimator):
             (self.embedding_,) = compute(Y)
         return Y
 
+    def _fitted(self, name: str, fallback: Any) -> Any:
+        # Models saved by bigdr 0.2 lack the fitted copies; their parameters are the fitted ones.
+        value = self.__dict__.get(name)
+        return fallback() if value is None else value
+
     def _make_extension(self) -> NystromExtension:
-        index = NeighborIndex(self.metric, self.neighbor_method, random_state=self.seed_)
+        metric = self.__dict__.get("_fit_metric", self._fitted("metric_", lambda: self.metric))
+        index = NeighborIndex(metric, self._fitted("neighbor_method_", lambda: self.neighbor_method), self.seed_)
         index.fit(self.reference_rows_)
         k_query = min(len(self.reference_rows_), int(self.max_degree_) + 2)
         return NystromExtension(
             index,
             self._kernel_matrix(),
-            self.n_neighbors,
+            int(self._fitted("n_neighbors_", lambda: self.n_neighbors)),
             k_query,
             self.neighbor_radius_,
             self.degrees_,
-            self._kernel,
+            self._fitted("kernel_", lambda: self._kernel),
             self.epsilon_,
             self._self_loops,
-            self._alpha(),
-            self._kind,
+            float(self._fitted("alpha_", self._alpha)),
+            self._fitted("operator_", lambda: self._kind),
             self.eigenvectors_,
             self.laplacian_eigenvalues_,
-            self._scale(self.laplacian_eigenvalues_),
+            self._fitted("scale_", lambda: self._scale(self.laplacian_eigenvalues_)),
+            self.reference_rows_,
+            metric,
         )
+
+    def distance_ratio(self, X: Any) -> np.ndarray | da.Array:
+        """How far each row lies outside the fitted data, blockwise.
+
+        The distance from a row to its nearest reference row divided by that
+        reference row's distance to its ``n_neighbors``-th neighbour: about 1
+        or less inside the data, large outside. ``transform`` warns
+        (:class:`~bigdr.exceptions.ExtrapolationWarning`) for rows above 3.
+        """
+        self._check_fitted()
+        ext = self._extension()
+        Xd = as_array(X, name="X", min_rows=1)
+        check_n_features(Xd.shape[1], self.n_features_in_, type(self).__name__)
+        if len(Xd.chunks[1]) != 1:
+            Xd = Xd.rechunk({1: -1})
+        key = dask.delayed(ext, name=ext.key, traverse=False)
+        ratio = da.map_blocks(_ratio_block, Xd, key, drop_axis=1, dtype=np.float64, meta=np.empty((0,)))
+        return compute(ratio)[0] if wants_numpy(X) else ratio
 
     def _kernel_matrix(self) -> sp.csr_matrix:
         """The reference rows' affinity (kept as CSR arrays so that models persist without pickle)."""
@@ -293,7 +429,10 @@ class DiffusionMap(_SpectralBase):
         None: all rows form the graph (held in this process). int ``m``: the
         map is fitted on ``m`` rows drawn uniformly in one pass and every row
         is embedded by the Nyström extension, blockwise (memory independent
-        of n). ``"auto"``: all rows up to 1,500,000, else 100,000 landmarks.
+        of n). ``"auto"``: all rows up to 1,500,000, else 100,000 landmarks,
+        or more (up to 1,000,000) when the manifold's estimated dimension
+        asks for more (:func:`bigdr.core.dimension.rows_needed`). Fewer
+        landmarks than that rule asks for warn (``SparseGraphWarning``).
     eigen_solver : {"auto", "dense", "arpack", "lobpcg", "amg"}
         See :func:`bigdr.linalg.smallest_eigh`; ``auto``: dense up to 2000
         graph rows, else LOBPCG with an AMG preconditioner.
@@ -309,6 +448,7 @@ class DiffusionMap(_SpectralBase):
     epsilon_ : float, the scale used
     n_unit_eigenvalues_ : int, how many eigenvalues equal 1 (components of the graph)
     mode_ : {"all-rows", "landmarks"}
+    intrinsic_dimension_ : float, Levina-Bickel estimate of the manifold's dimension from the graph
     """
 
     _kernel = "gaussian"
@@ -383,7 +523,7 @@ class SpectralEmbedding(_SpectralBase):
     Attributes
     ----------
     eigenvalues_ : (n_components,) the Laplacian's eigenvalues, ascending (trivial 0 dropped)
-    embedding_, eigenvectors_, epsilon_, mode_ : as in :class:`DiffusionMap`
+    embedding_, eigenvectors_, epsilon_, mode_, intrinsic_dimension_ : as in :class:`DiffusionMap`
     """
 
     _self_loops = False

@@ -90,6 +90,10 @@ def new_row_weights(
     ``j``'s own k-th-neighbour radius, weighted as in :func:`affinity`; so a
     training row gets back exactly its row of ``W`` (ties aside).
 
+    Unlike :func:`affinity`, the kernel values are not floored: a row so far
+    from every reference row that its weights underflow gets none, and the
+    caller can say so (there is nothing to extend from).
+
     Returns ``(weights, is_self)``.
     """
     is_self = dist[:, 0] == 0
@@ -98,7 +102,7 @@ def new_row_weights(
     kth = np.where(is_self, dist[:, min(k, dist.shape[1] - 1)], dist[:, k - 1])
     forward = valid & (dist <= kth[:, None])
     backward = valid & (dist <= radius[ind])
-    vals = np.maximum(kernel_values(dist, kernel, epsilon), np.finfo(np.float64).tiny)
+    vals = kernel_values(dist, kernel, epsilon)
     if kernel == "connectivity":
         w = 0.5 * (forward.astype(np.float64) + backward) * vals
     else:
