@@ -26,6 +26,7 @@ from .exceptions import NotFittedError
 from .extension import Extension, extend_blockwise
 from .io import as_array
 from .io.model import write_model
+from .memory import MemoryEstimate, Part, check_memory, streaming
 
 _REGISTRY: dict[str, type[BigdrEstimator]] = {}
 
@@ -86,6 +87,28 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         """What an embedding store records about the fit (JSON-serialisable)."""
         return {}
 
+    # -- memory ------------------------------------------------------------------
+    def estimate_memory(self, X: Any) -> MemoryEstimate:
+        """The predicted peak memory of ``fit_transform(X)``, reading no data.
+
+        Computed from the parameters and the shape, dtype and chunks of ``X``
+        (see :mod:`bigdr.memory`); ``fit`` compares the same estimate with the
+        memory available and refuses, before any work, a fit that would not
+        fit. ``str(estimate.describe())`` says what the memory holds.
+        """
+        Xd = self.read_input(X) if isinstance(X, (str, os.PathLike)) else as_array(X, check_finite=False)
+        return MemoryEstimate(type(self).__name__, self._memory_parts(Xd, wants_numpy(X)))
+
+    def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
+        """Named parts of the peak of a fit on ``Xd`` (parameters already checked). Default: one streaming pass.
+
+        ``in_memory``: the input is a numpy array (some methods then hold it whole).
+        """
+        return {"stream": streaming(chunk_bytes_of(Xd), 3)}
+
+    def _check_memory(self, Xd: da.Array, in_memory: bool = False) -> None:
+        check_memory(MemoryEstimate(type(self).__name__, self._memory_parts(Xd, in_memory)))
+
     def describe(self) -> str:
         """One line for the command line after a fit."""
         return type(self).__name__
@@ -119,6 +142,13 @@ class ExtensionEstimator(BigdrEstimator):
         self._check_fitted()
         Y = self._extend(X)
         return compute(Y)[0] if wants_numpy(X) else Y
+
+
+def chunk_bytes_of(Xd: da.Array) -> int:
+    """Bytes of the largest block of ``Xd`` (in memory, as computed)."""
+    rows = max(Xd.chunks[0]) if Xd.chunks[0] else 0
+    cols = max(Xd.chunks[1]) if Xd.ndim > 1 and Xd.chunks[1] else 1
+    return int(rows * cols * Xd.dtype.itemsize)
 
 
 def wants_numpy(X: Any) -> bool:

@@ -100,6 +100,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-progress", action="store_true", help="do not show progress bars")
     p.add_argument(
+        "--memory-limit",
+        default=None,
+        metavar="SIZE",
+        help="memory a fit may use, like 8GiB (default: what is available, and on a cluster the smallest "
+        "worker's limit); 'none' turns the check off",
+    )
+    p.add_argument(
         "--chunk-mib",
         type=float,
         default=None,
@@ -127,7 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--centers", type=int, default=None, help="blobs: number of clusters")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--dtype", choices=["float32", "float64"], default="float64")
-    g.add_argument("--chunk-rows", type=int, default=262_144)
+    g.add_argument(
+        "--chunk-rows", type=int, default=None, help="rows per stored chunk (default: chunks of at most 64 MiB)"
+    )
     g.add_argument("--overwrite", action="store_true", help="replace a store that bigdr wrote (nothing else)")
     g.add_argument("--resume", action="store_true", help="continue an interrupted run of the same command")
     _common(g)
@@ -226,6 +235,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--overwrite", action="store_true", help="replace outputs that bigdr wrote earlier (never anything else)"
     )
     f.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the input and the outputs and print the estimated peak memory; compute nothing",
+    )
+    f.add_argument(
         "--allow-missing-chunks",
         action="store_true",
         help="accept an input zarr store whose absent chunk files are meant to read as its fill value",
@@ -281,7 +295,7 @@ def _cmd_generate(args) -> int:
         if args.kind != "blobs":
             raise ValueError("--centers applies to 'blobs' data only.")
         params["centers"] = args.centers
-    if args.chunk_rows < 1:
+    if args.chunk_rows is not None and args.chunk_rows < 1:
         raise ValueError(f"--chunk-rows must be positive; got {args.chunk_rows}.")
     t0 = time.perf_counter()
     path = generate(
@@ -338,6 +352,7 @@ def _fit_transform(
     overwrite=False,
     report=False,
     resume=False,
+    dry_run=False,
     **options,
 ):
     """Fit a method on a store and write the embedding; shared by ``fit-transform`` and ``demo``.
@@ -363,6 +378,17 @@ def _fit_transform(
             others = [q for k, q in outputs.items() if q and k != kind]
             check_output(path, kind, overwrite=overwrite, inputs=inputs, others=others)
     X = model.read_input(input_path, dataset)
+    if dry_run:
+        from .memory import format_bytes, memory_limit
+
+        estimate = model.estimate_memory(X)
+        limit, source = memory_limit()
+        shown = f"{format_bytes(limit)} ({source})" if limit is not None else "not checked"
+        print(f"{type(model).__name__} on {X.shape[0]} x {X.shape[1]} {X.dtype} (chunks of {max(X.chunks[0])} rows)")
+        print(f"  estimated peak memory: {estimate.describe()}")
+        print(f"  memory limit: {shown}; {'fits' if limit is None or estimate.total <= limit else 'refused'}")
+        print(f"  outputs checked: {', '.join(str(p) for p in outputs.values() if p)}; nothing was written")
+        return model, X.shape, 0.0, 0.0
     t0 = time.perf_counter()
     Y = model.fit_transform(X)
     t_fit = time.perf_counter() - t0
@@ -416,8 +442,11 @@ def _cmd_fit_transform(args) -> int:
         overwrite=args.overwrite,
         report=args.report,
         resume=args.resume,
+        dry_run=args.dry_run,
         **options,
     )
+    if args.dry_run:
+        return 0
     print(
         f"{model.describe()} on {shape[0]} x {shape[1]}; fit {t_fit:.1f} s, embedding written to {args.output} "
         f"in {t_write:.1f} s"
@@ -535,9 +564,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     import warnings
 
-    # Warnings reach the user as one line each, like errors, without source lines.
-    formatwarning = warnings.formatwarning
-    warnings.formatwarning = lambda message, category, *_, **__: f"bigdr: warning: {cli_words(str(message))}\n"
+    with warnings.catch_warnings():
+        # Warnings reach the user as one line each, like errors, without source lines.
+        warnings.simplefilter("default")
+        warnings.showwarning = _show_warning
+        return _run(parser, args)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"bigdr: warning: {cli_words(str(message))}", file=sys.stderr)
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
         if args.command == "info":
             return COMMANDS["info"](args)
@@ -549,6 +587,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         config: dict = {}
         if getattr(args, "allow_missing_chunks", False):
             config["bigdr.allow-missing-chunks"] = True
+        if getattr(args, "memory_limit", None) is not None:
+            config["bigdr.memory-limit"] = args.memory_limit
         if getattr(args, "chunk_mib", None) is not None:
             if not args.chunk_mib > 0:
                 raise ValueError(f"--chunk-mib must be positive; got {args.chunk_mib}.")
@@ -575,8 +615,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    finally:
-        warnings.formatwarning = formatwarning
 
 
 def user_message(exc: BaseException) -> str:
@@ -606,7 +644,8 @@ def cli_words(text: str) -> str:
     """
     import re
 
-    text = re.sub(r"([A-Za-z_]\w*=\S+?) \(command line: ([^)]*)\)", r"\2", text)
+    text = re.sub(r"[\w.-]+=\S+? \(command line: ([^)]*)\)", r"\1", text)
+    text = text.replace("bigdr.memory-limit", "--memory-limit")
 
     def assignment(m: re.Match) -> str:
         param, value = m.group(1), m.group(2).strip("'\"")

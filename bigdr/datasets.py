@@ -21,6 +21,8 @@ import numpy as np
 from dask.base import tokenize
 
 BLOCK_ROWS = 65_536
+#: Largest stored chunk of X that :func:`generate` writes by default.
+CHUNK_BYTES = 64 * 2**20
 
 
 def _check(n_samples: int, seed: int) -> None:
@@ -179,7 +181,7 @@ def generate(
     path: str | os.PathLike,
     n_samples: int,
     *,
-    chunk_rows: int = BLOCK_ROWS * 4,
+    chunk_rows: int | None = None,
     overwrite: bool = False,
     resume: bool = False,
     **params,
@@ -187,6 +189,9 @@ def generate(
     """Write a generated data set to a zarr group ``{X, coords}`` atomically.
 
     The group's attributes record the generator, its parameters and the seed.
+    ``chunk_rows`` (rows per stored chunk) defaults to a multiple of the
+    generator's block of 65,536 rows, up to 262,144 rows, with chunks of X
+    at most 64 MiB (wide data gets fewer rows per chunk).
     An interrupted run keeps its partial store (``.<name>.partial``);
     ``resume=True`` writes only the blocks it lacks (the data are the same,
     block for block, for the same seed).
@@ -196,6 +201,11 @@ def generate(
     if kind not in GENERATORS:
         raise ValueError(f"Unknown data set {kind!r}; choose one of {sorted(GENERATORS)}.")
     X, coords = GENERATORS[kind](n_samples, **params)
+    if chunk_rows is None:
+        row_bytes = X.shape[1] * X.dtype.itemsize
+        chunk_rows = max(1, min(4, CHUNK_BYTES // (BLOCK_ROWS * row_bytes))) * BLOCK_ROWS
+        if BLOCK_ROWS * row_bytes > CHUNK_BYTES:
+            chunk_rows = max(1024, CHUNK_BYTES // row_bytes)
     attrs = {
         "generator": kind,
         "n_samples": n_samples,

@@ -19,6 +19,10 @@ class NotFittedError(_SklearnNotFittedError):
     """
 
 
+class MemoryBudgetError(ValueError):
+    """A fit's estimated peak memory exceeds the memory it may use (refused before any work)."""
+
+
 class BigdrWarning(UserWarning):
     """Base class of bigdr's warnings."""
 

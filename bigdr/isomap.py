@@ -42,12 +42,13 @@ from .base import ExtensionEstimator, wants_numpy
 from .core.dimension import intrinsic_dimension, rows_needed
 from .core.triangulation import Triangulation, attach_geodesics, landmark_mds, triangulate, triangulate_distances
 from .exceptions import DisconnectedGraphWarning, SparseGraphWarning
-from .extension import Extension
+from .extension import EXTEND_CHUNK_BYTES, Extension
 from .graph.knn import KNNGraph, knn_graph
-from .graph.landmarks import maxmin, uniform_sample
+from .graph.landmarks import SAMPLE_CHUNK_BYTES, maxmin, uniform_sample
 from .graph.neighbors import NeighborIndex, check_method, check_metric
 from .graph.sparse import check_policy, landmark_geodesics, radius_graph, resolve_components, to_csr
 from .io import as_array, from_numpy
+from .memory import MemoryEstimate, Part, check_memory, streaming
 
 #: ``landmarks="auto"``: exact Isomap up to this many rows.
 EXACT_MAX = 2_000
@@ -64,6 +65,14 @@ DEFAULT_GRAPH_SAMPLE = 100_000
 GRAPH_SAMPLE_MAX = 1_000_000
 #: A default sample is drawn again, larger, when the dimension asks for this many times its rows.
 SAMPLE_GROWTH = 1.25
+#: Memory model (calibrated by benchmarks/bench_memory.py): bytes per kNN edge at
+#: the peak (indices, distances, the union graph in COO and CSR, Dijkstra's
+#: copy), copies of the graph rows, copies of the geodesic matrix, and the
+#: degree assumed for a radius graph.
+EDGE_BYTES = 120
+ROW_COPIES = 3
+GEODESIC_COPIES = 2
+RADIUS_DEGREE = 32
 #: Sample of reference rows on which the residual variance is estimated.
 RESIDUAL_SAMPLE = 1_000
 #: Radius mode: rows are attached through their reference rows within the
@@ -311,6 +320,7 @@ class Isomap(ExtensionEstimator):
         if self.n_components >= n:
             raise ValueError(f"n_components={self.n_components} must be less than the number of rows ({n}).")
         given = self._given_landmarks(p)
+        self._check_memory(Xd)
         ref, graph, dist = self._reference_graph(X, Xd, mode, n_ref, given)
         self.intrinsic_dimension_ = intrinsic_dimension(dist) if dist is not None else float("nan")
         if mode == "sampled" and dist is not None:
@@ -319,6 +329,7 @@ class Isomap(ExtensionEstimator):
                 # The manifold has more dimensions than a default sample can resolve: a larger one.
                 n_ref = min(n, needed, GRAPH_SAMPLE_MAX)
                 mode = "sampled" if n_ref < n else "landmark"
+                check_memory(MemoryEstimate("Isomap", self._memory_parts(Xd, plan=(mode, n_ref))))
                 ref, graph, dist = self._reference_graph(X, Xd, mode, n_ref, given)
             if needed > n_ref and n_ref < n:
                 warnings.warn(
@@ -388,6 +399,28 @@ class Isomap(ExtensionEstimator):
                 f"give more than n_components."
             )
         return rows
+
+    def _memory_parts(
+        self, Xd: da.Array, in_memory: bool = False, plan: tuple[str, int] | None = None
+    ) -> dict[str, Part]:
+        n, p = Xd.shape
+        mode, n_ref = plan or self._plan(n)
+        k = self.n_neighbors if self.n_neighbors is not None else RADIUS_DEGREE
+        lm = self.landmarks
+        m = n_ref if mode == "exact" else (len(lm) if isinstance(lm, np.ndarray) else self._n_landmarks(n_ref))
+        parts = {
+            "rows": Part(ROW_COPIES * n_ref * p * 8, "the graph's rows and their search tree", "graph_sample"),
+            "graph": Part(EDGE_BYTES * n_ref * k, f"the neighbour graph ({n_ref:,} rows x {k})", "n_neighbors"),
+            "geodesics": Part(GEODESIC_COPIES * n_ref * m * 4, f"geodesics to {m:,} landmarks", "landmarks"),
+        }
+        if mode == "exact":
+            parts["mds"] = Part(4 * n * n * 8, "the n x n matrices of exact MDS", "landmarks")
+        else:
+            piece = max(256, (32 << 20) // (4 * m))
+            parts["place"] = streaming(EXTEND_CHUNK_BYTES + 3 * piece * m * 8, 2, "rows being placed")
+        if mode == "sampled":
+            parts["sample"] = streaming(SAMPLE_CHUNK_BYTES, 3, "blocks of the sampling pass")
+        return parts
 
     def _reference_graph(
         self, X: Any, Xd: da.Array, mode: str, n_ref: int, given: np.ndarray | None

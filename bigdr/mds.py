@@ -24,15 +24,17 @@ import numpy as np
 from ._compute import compute
 from ._random import resolve_seed
 from ._validation import check_choice, check_int
-from .base import BigdrEstimator, ExtensionEstimator, wants_numpy
+from .base import BigdrEstimator, ExtensionEstimator, chunk_bytes_of, wants_numpy
 from .core.distances import check_distance_metric, pairwise_distances
 from .core.eigen import DENSE_EIGH_MAX, Eigenpairs, flip_signs, randomized_eigh, top_eigh
 from .core.triangulation import TRIANGULATE_ROWS, Triangulation, double_centre, landmark_mds, triangulate
 from .exceptions import ConvergenceWarning, NonEuclideanWarning
-from .extension import Extension
+from .extension import EXTEND_CHUNK_BYTES, Extension
+from .graph.landmarks import SAMPLE_CHUNK_BYTES as LANDMARK_CHUNK_BYTES
 from .graph.landmarks import select_landmarks
 from .io import as_array, from_numpy
 from .linalg import double_centred_operator
+from .memory import Part, streaming
 from .pca import PCA
 
 #: Relative residual the randomized solver iterates to (eigenvalue errors about its square),
@@ -219,8 +221,9 @@ class ClassicalMDS(BigdrEstimator):
         n = Xd.shape[0]
         if k >= n:
             raise ValueError(f"n_components={k} must be less than the number of points ({n}).")
+        self._check_memory(Xd, wants_numpy(X))
         self.n_features_in_ = int(Xd.shape[1])
-        if self.metric in ("euclidean", "l2") and not self.metric_params:
+        if self._is_pca():
             return self._fit_pca(Xd, wants_numpy(X))
         if self.metric == "precomputed":
             validate_dissimilarity(Xd)
@@ -229,6 +232,23 @@ class ClassicalMDS(BigdrEstimator):
             D = _lazy_pairwise(Xd, self.metric, self.metric_params)
         Y = self._fit_dissimilarity(D, in_memory=wants_numpy(X))
         return Y if wants_numpy(X) else from_numpy(Y, Xd.chunks[0])
+
+    def _is_pca(self) -> bool:
+        return self.metric in ("euclidean", "l2") and not self.metric_params
+
+    def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
+        n = Xd.shape[0]
+        if self._is_pca():
+            return PCA(n_components=min(self.n_components, Xd.shape[1]))._memory_parts(Xd, in_memory)
+        if n <= DENSE_EIGH_MAX or in_memory:
+            # D (computed), D**2, the double-centred copy and the eigensolver's workspace.
+            return {"dense": Part(4 * n * n * 8, "the n x n matrices of the exact solver", "")}
+        width = int(min(n, self.n_components + self.n_oversamples))
+        block = chunk_bytes_of(Xd) if self.metric == "precomputed" else max(Xd.chunks[0]) * n * 8
+        return {
+            "stream": streaming(block, 3, "blocks of the dissimilarity matrix"),
+            "sketch": Part(6 * n * width * 8, "randomized sketches", "n_oversamples"),
+        }
 
     def _fit_pca(self, Xd: da.Array, in_memory: bool) -> np.ndarray | da.Array:
         pca = PCA(n_components=min(self.n_components, Xd.shape[1]), svd_solver="auto").fit(Xd)
@@ -398,6 +418,7 @@ class LandmarkMDS(ExtensionEstimator):
         check_distance_metric(self.metric)
         seed = resolve_seed(self.random_state)
         Xd = as_array(X, name="X")
+        self._check_memory(Xd)
         m = min(int(self.n_landmarks), Xd.shape[0])
         if m <= k:
             raise ValueError(
@@ -424,6 +445,16 @@ class LandmarkMDS(ExtensionEstimator):
         if wants_numpy(X):
             self.embedding_ = self.transform(X)
         return self
+
+    def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
+        n, p = Xd.shape
+        m = min(int(self.n_landmarks), n)
+        piece = min(TRIANGULATE_ROWS, n)
+        return {
+            "sample": streaming(min(chunk_bytes_of(Xd), LANDMARK_CHUNK_BYTES), 3, "blocks of the landmark pass"),
+            "landmarks": Part(m * p * 8 + 4 * m * m * 8, "landmarks and their distances", "n_landmarks"),
+            "place": streaming(EXTEND_CHUNK_BYTES + 4 * piece * m * 8, 2, "rows being placed"),
+        }
 
     def _make_extension(self) -> LandmarkExtension:
         tri = Triangulation(self.triangulation_, self.landmark_sq_mean_, None)

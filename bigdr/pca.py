@@ -19,12 +19,13 @@ import numpy as np
 from ._compute import compute
 from ._random import resolve_seed
 from ._validation import check_choice, check_int, check_n_features
-from .base import BigdrEstimator, wants_numpy
+from .base import BigdrEstimator, chunk_bytes_of, wants_numpy
 from .core.eigen import Eigenpairs, qr_eigh, scatter_eigh
 from .core.spectrum import n_components_for_fraction, n_components_mp
 from .core.stats import Moments, QRState, merge_moments, merge_qr, moments_block, qr_block
 from .io import as_array, with_finite_check
 from .linalg import components_from_samples, randomized_scatter_eig, samples_gram_eig
+from .memory import Part, streaming
 from .reduce import tree_reduce
 
 SOLVERS = ("auto", "covariance", "tsqr", "samples", "randomized")
@@ -34,6 +35,10 @@ SOLVERS = ("auto", "covariance", "tsqr", "samples", "randomized")
 MAX_COVARIANCE_FEATURES = 4096
 #: ``auto`` uses the n x n Gram route when n < p and the n x n matrix is at
 #: most about 3 GiB.
+#: Memory model (calibrated by benchmarks/bench_memory.py): row blocks held per
+#: worker thread in a pass, and scatter matrices alive in the merge tree.
+STREAM_COPIES = 2
+MERGE_STATES = 10
 MAX_SAMPLES_GRAM = 20_000
 
 
@@ -217,6 +222,7 @@ class PCA(BigdrEstimator):
                 f"for X of shape {Xd.shape}."
             )
         solver = self._choose_solver(n, p)
+        self._check_memory(Xd)
         self.seed_ = resolve_seed(self.random_state)
         if solver != "covariance":  # the covariance kernel detects NaN/Inf itself, for free
             Xd = with_finite_check(Xd)
@@ -238,6 +244,22 @@ class PCA(BigdrEstimator):
         else:
             self._fit_randomized(Xd)
         return self
+
+    def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
+        n, p = Xd.shape
+        solver = self._choose_solver(n, p)
+        # A read block, its centred copy for transform and the output in flight per thread.
+        parts = {"stream": streaming(chunk_bytes_of(Xd), STREAM_COPIES)}
+        if solver in ("covariance", "samples", "randomized"):
+            parts["states"] = Part(MERGE_STATES * p * p * 8, "scatter matrices being merged", "")
+        if solver == "tsqr":
+            parts["states"] = Part(MERGE_STATES * p * p * 8 + 2 * chunk_bytes_of(Xd), "R factors and QR scratch", "")
+        if solver == "samples":
+            parts["gram"] = Part(3 * n * n * 8, "the n x n Gram matrix and its eigensolver", "svd_solver")
+        if solver == "randomized":
+            width = int(self.n_components if isinstance(self.n_components, numbers.Integral) else 0)
+            parts["sketch"] = Part(4 * p * (width + self.n_oversamples) * 8, "randomized sketches", "n_components")
+        return parts
 
     def _fit_randomized(self, Xd: da.Array) -> None:
         n, p = Xd.shape
@@ -261,6 +283,7 @@ class PCA(BigdrEstimator):
             raise ValueError(
                 f"partial_fit needs a mergeable solver ('covariance' or 'tsqr'); svd_solver={self.svd_solver!r}."
             )
+        self._check_memory(Xd)
         block_fn, merge, _ = _MERGEABLE[solver]
         (state,) = compute(tree_reduce(Xd, block_fn, merge, with_offset=True))
         if hasattr(self, "n_samples_seen_"):

@@ -35,9 +35,10 @@ import scipy.sparse as sp
 from ._compute import compute
 from ._random import PROJECTION_STREAM, block_rng, resolve_seed
 from ._validation import check_n_features, check_real
-from .base import BigdrEstimator, wants_numpy
+from .base import BigdrEstimator, chunk_bytes_of, wants_numpy
 from .exceptions import DataDimensionalityWarning
 from .io import as_array, is_sparse_zarr, open_sparse_zarr
+from .memory import MemoryEstimate, Part, check_memory, streaming
 
 #: Features per independently seeded block of the projection matrix.
 BLOCK_FEATURES = 4096
@@ -190,6 +191,7 @@ class _RandomProjection(BigdrEstimator):
                 DataDimensionalityWarning,
                 stacklevel=2,
             )
+        self._check_memory(Xd, k=int(k))
         seed = resolve_seed(self.random_state)
         self.n_components_ = int(k)
         self.n_features_in_ = int(p)
@@ -197,6 +199,30 @@ class _RandomProjection(BigdrEstimator):
         density = self._density(p)
         self.density_ = -1.0 if density is None else float(density)
         return self
+
+    def _memory_parts(self, Xd: da.Array, in_memory: bool = False, k: int | None = None) -> dict[str, Part]:
+        n, p = Xd.shape
+        if k is None:
+            given = self.n_components
+            if isinstance(given, (int, np.integer)) and not isinstance(given, bool):
+                k = int(given)
+            else:
+                eps = float(self.eps)
+                k = int(johnson_lindenstrauss_min_dim(n, eps)) if 0 < eps < 1 else p
+        if sp.issparse(Xd._meta):
+            block = SPARSE_CHUNK_NNZ * 12
+        else:
+            block = chunk_bytes_of(Xd)
+        cols = max(Xd.chunks[1]) if Xd.chunks[1] else p
+        rows = max(Xd.chunks[0]) if Xd.chunks[0] else 0
+        itemsize = 4 if Xd.dtype == np.float32 else 8
+        return {
+            "stream": streaming(block + 2 * rows * int(k) * itemsize, 3),
+            "matrix": streaming(cols * int(k) * 8 * 2, 1, "projection matrix blocks"),
+        }
+
+    def _check_memory(self, Xd: da.Array, in_memory: bool = False, k: int | None = None) -> None:
+        check_memory(MemoryEstimate(type(self).__name__, self._memory_parts(Xd, in_memory, k)))
 
     def partial_fit(self, X: Any, y: Any = None) -> _RandomProjection:
         """Stateless: the first call fixes the projection, later calls only check the width."""

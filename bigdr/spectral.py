@@ -42,14 +42,15 @@ from .base import ExtensionEstimator, wants_numpy
 from .core.dimension import intrinsic_dimension, rows_needed
 from .core.eigen import flip_signs, smallest_eigh
 from .exceptions import DisconnectedGraphWarning, ExtrapolationWarning, SparseGraphWarning
-from .extension import Extension
+from .extension import EXTEND_CHUNK_BYTES, Extension
 from .graph.affinity import KERNELS, affinity, auto_epsilon, check_alpha, new_row_weights
 from .graph.knn import knn_graph
-from .graph.landmarks import select_landmarks
+from .graph.landmarks import SAMPLE_CHUNK_BYTES, select_landmarks
 from .graph.neighbors import NeighborIndex, check_method, check_metric
 from .graph.operators import normalise, symmetric_operator
 from .graph.sparse import check_policy, resolve_components
 from .io import as_array, from_numpy
+from .memory import MemoryEstimate, Part, check_memory, streaming
 
 #: ``landmarks="auto"``: all rows up to this many, else ``AUTO_LANDMARKS`` landmarks.
 ALL_ROWS_MAX = 1_500_000
@@ -58,6 +59,13 @@ AUTO_LANDMARKS = 100_000
 #: times more rows (:func:`bigdr.core.dimension.rows_needed`), up to ``LANDMARKS_MAX``.
 SAMPLE_GROWTH = 1.25
 LANDMARKS_MAX = 1_000_000
+#: Memory model (calibrated by benchmarks/bench_memory.py): bytes per kNN edge at
+#: the peak (the graph, the kernel and its symmetrised, normalised copies, the
+#: solver's preconditioner), copies of the graph rows, and n x (d + 1) blocks
+#: held by the eigensolver.
+EDGE_BYTES = 200
+ROW_COPIES = 3
+EIGEN_COPIES = 20
 #: Rows per piece of a Nyström extension.
 EXTEND_ROWS = 8192
 #: What the spectral methods can do with a disconnected graph (:func:`bigdr.graph.sparse.resolve_components`).
@@ -222,6 +230,24 @@ class _SpectralBase(ExtensionEstimator):
         check_metric(self.metric, self.neighbor_method)
         self.seed_ = resolve_seed(self.random_state)
 
+    def _memory_parts(self, Xd: da.Array, in_memory: bool = False, n_ref: int | None = None) -> dict[str, Part]:
+        n, p = Xd.shape
+        if n_ref is None:
+            lm = self.landmarks
+            if isinstance(lm, str):
+                lm = None if n <= ALL_ROWS_MAX else AUTO_LANDMARKS
+            n_ref = n if lm is None else min(int(lm), n)
+        k, d = int(self.n_neighbors), int(self.n_components)
+        parts = {
+            "rows": Part(ROW_COPIES * n_ref * p * 8, "the graph's rows and their search tree", "landmarks"),
+            "graph": Part(EDGE_BYTES * n_ref * k, f"the kernel graph ({n_ref:,} rows x {k})", "n_neighbors"),
+            "eigen": Part(EIGEN_COPIES * n_ref * (d + 1) * 8, "the eigensolver's blocks", "n_components"),
+        }
+        if n_ref < n:
+            parts["sample"] = streaming(SAMPLE_CHUNK_BYTES, 3, "blocks of the landmark pass")
+            parts["place"] = streaming(EXTEND_CHUNK_BYTES + EXTEND_ROWS * 4 * k * 8 * 8, 2, "rows being placed")
+        return parts
+
     def _knn(self, ref: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         ind, dist = knn_graph(
             ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_
@@ -251,6 +277,7 @@ class _SpectralBase(ExtensionEstimator):
         self._check_common()
         alpha = self._alpha()
         Xd = as_array(X, name="X")
+        self._check_memory(Xd)
         ref, mode = self._reference(X, Xd)
         n_ref, d = len(ref), self.n_components
         k = self.n_neighbors
@@ -267,7 +294,9 @@ class _SpectralBase(ExtensionEstimator):
             needed = rows_needed(self.intrinsic_dimension_, k)
             if needed > SAMPLE_GROWTH * n_ref and isinstance(self.landmarks, str):
                 # More landmarks than the default: the manifold has more dimensions than it resolves.
-                ref, mode = self._reference(X, Xd, min(needed, LANDMARKS_MAX))
+                size = min(needed, LANDMARKS_MAX)
+                check_memory(MemoryEstimate(type(self).__name__, self._memory_parts(Xd, n_ref=size)))
+                ref, mode = self._reference(X, Xd, size)
                 n_ref = len(ref)
                 ind, dist = self._knn(ref, k)
             if needed > n_ref:

@@ -22,6 +22,7 @@ LAYERS = {
     "bigdr._random": 0,
     "bigdr._compute": 1,
     "bigdr.scheduler": 1,
+    "bigdr.memory": 1,
     "bigdr.core": 2,
     "bigdr.io": 2,
     "bigdr.reduce": 3,

@@ -123,6 +123,18 @@ def stage_model(model: Any, final: Path, *, key: str | bytes | None = None) -> P
     return tmp
 
 
+def _foreign(array_dir: Path) -> bool:
+    """Whether an array's raw metadata declares Python objects or a pickle codec (never written by bigdr)."""
+    for meta_file in (".zarray", "zarr.json"):
+        try:
+            text = (array_dir / meta_file).read_text().lower()
+        except OSError:
+            continue
+        if '"|o"' in text or "pickle" in text or '"object"' in text:
+            return True
+    return False
+
+
 def read_model(path: str | os.PathLike, *, key: str | bytes | None = None) -> tuple[dict, dict[str, np.ndarray]]:
     """The attributes and the checked arrays of a model written by :func:`write_model`.
 
@@ -166,7 +178,12 @@ def read_model(path: str | os.PathLike, *, key: str | bytes | None = None) -> tu
         try:
             stored = group[name]
         except Exception as exc:
-            raise ValueError(f"{str(path)!r} is incomplete: array {name!r} is missing ({exc}).") from exc
+            if _foreign(p / name):
+                raise ValueError(
+                    f"{str(path)!r} holds array {name!r} as Python objects (a pickle): a file that is not bigdr's "
+                    f"(bigdr models never contain pickles). It was not loaded."
+                ) from exc
+            raise ValueError(f"{str(path)!r} is incomplete: array {name!r} is missing or unreadable ({exc}).") from exc
         if str(stored.dtype) != info.get("dtype"):
             raise ValueError(
                 f"{str(path)!r} holds array {name!r} of dtype {stored.dtype} where bigdr wrote {info.get('dtype')}: "

@@ -327,7 +327,8 @@ def _store_location(X: Any) -> str | None:
     root = getattr(getattr(X, "store", None), "root", None)
     if root is None:
         return None
-    return os.path.join(str(root), str(getattr(X, "path", "") or ""))
+    sub = str(getattr(X, "path", "") or "")
+    return os.path.join(str(root), sub) if sub else str(root)
 
 
 class _ZarrReader:

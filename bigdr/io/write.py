@@ -149,8 +149,9 @@ def write_zarr(
                     )
             (tmp / DONE_DIR).mkdir()
             (tmp / DONE_DIR / "fingerprint").write_text(fingerprint)
-        node: Any = zarr.open(str(tmp), mode="r+")
-        targets = [node] if single else [node[key] for key in prepared]
+        with zarr.config.set({"array.write_empty_chunks": True}):  # kept by the array objects sent to workers
+            node: Any = zarr.open(str(tmp), mode="r+")
+            targets = [node] if single else [node[key] for key in prepared]
         _compute(_store_together(list(prepared.values()), targets, tmp / DONE_DIR, done))
         shutil.rmtree(tmp / DONE_DIR)
         publish(tmp, final, overwrite)
