@@ -42,7 +42,7 @@ from .base import ExtensionEstimator, wants_numpy
 from .core.dimension import intrinsic_dimension, rows_needed
 from .core.triangulation import Triangulation, attach_geodesics, landmark_mds, triangulate, triangulate_distances
 from .exceptions import DisconnectedGraphWarning, SparseGraphWarning
-from .extension import EXTEND_CHUNK_BYTES, Extension
+from .extension import Extension
 from .graph.knn import KNNGraph, knn_graph
 from .graph.landmarks import SAMPLE_CHUNK_BYTES, maxmin, uniform_sample
 from .graph.neighbors import NeighborIndex, check_method, check_metric
@@ -69,7 +69,7 @@ SAMPLE_GROWTH = 1.25
 #: the peak (indices, distances, the union graph in COO and CSR, Dijkstra's
 #: copy), copies of the graph rows, copies of the geodesic matrix, and the
 #: degree assumed for a radius graph.
-EDGE_BYTES = 120
+EDGE_BYTES = 55
 ROW_COPIES = 3
 GEODESIC_COPIES = 2
 RADIUS_DEGREE = 32
@@ -415,11 +415,10 @@ class Isomap(ExtensionEstimator):
         }
         if mode == "exact":
             parts["mds"] = Part(4 * n * n * 8, "the n x n matrices of exact MDS", "landmarks")
-        else:
+        if mode == "sampled":  # only then are rows placed by the extension; all are reference rows otherwise
             piece = max(256, (32 << 20) // (4 * m))
-            parts["place"] = streaming(EXTEND_CHUNK_BYTES + 3 * piece * m * 8, 2, "rows being placed")
-        if mode == "sampled":
-            parts["sample"] = streaming(SAMPLE_CHUNK_BYTES, 3, "blocks of the sampling pass")
+            parts["place"] = streaming(2 * piece * m * 4, 1, "rows being placed", "place")
+            parts["sample"] = streaming(SAMPLE_CHUNK_BYTES, 3, "blocks of the sampling pass", "sample")
         return parts
 
     def _reference_graph(

@@ -29,7 +29,7 @@ from .core.distances import check_distance_metric, pairwise_distances
 from .core.eigen import DENSE_EIGH_MAX, Eigenpairs, flip_signs, randomized_eigh, top_eigh
 from .core.triangulation import TRIANGULATE_ROWS, Triangulation, double_centre, landmark_mds, triangulate
 from .exceptions import ConvergenceWarning, NonEuclideanWarning
-from .extension import EXTEND_CHUNK_BYTES, Extension
+from .extension import Extension
 from .graph.landmarks import SAMPLE_CHUNK_BYTES as LANDMARK_CHUNK_BYTES
 from .graph.landmarks import select_landmarks
 from .io import as_array, from_numpy
@@ -40,6 +40,8 @@ from .pca import PCA
 #: Relative residual the randomized solver iterates to (eigenvalue errors about its square),
 #: and the most passes over the matrix it may spend on it.
 RESIDUAL_TOL = 1e-6
+#: Memory model of landmark MDS (calibrated by benchmarks/bench_memory.py): piece x m arrays per thread.
+PLACE_COPIES = 3.3
 MAX_PASSES = 50
 
 
@@ -451,9 +453,12 @@ class LandmarkMDS(ExtensionEstimator):
         m = min(int(self.n_landmarks), n)
         piece = min(TRIANGULATE_ROWS, n)
         return {
-            "sample": streaming(min(chunk_bytes_of(Xd), LANDMARK_CHUNK_BYTES), 3, "blocks of the landmark pass"),
+            "sample": streaming(
+                min(chunk_bytes_of(Xd), LANDMARK_CHUNK_BYTES), 3, "blocks of the landmark pass", "sample"
+            ),
             "landmarks": Part(m * p * 8 + 4 * m * m * 8, "landmarks and their distances", "n_landmarks"),
-            "place": streaming(EXTEND_CHUNK_BYTES + 4 * piece * m * 8, 2, "rows being placed"),
+            # distances, their squares and the product of a piece of rows, per thread
+            "place": streaming(PLACE_COPIES * piece * m * 8 + piece * p * 8, 1, "rows being placed", "place"),
         }
 
     def _make_extension(self) -> LandmarkExtension:

@@ -41,6 +41,7 @@ class Part(NamedTuple):
     bytes: int
     what: str  #: what the memory holds, for the message
     param: str  #: the parameter that changes it ("" when only the data does)
+    phase: str = ""  #: parts of different phases (passes run one after the other) do not add up; "" is held throughout
 
 
 class MemoryEstimate(NamedTuple):
@@ -51,7 +52,12 @@ class MemoryEstimate(NamedTuple):
 
     @property
     def total(self) -> int:
-        return OVERHEAD + sum(p.bytes for p in self.parts.values())
+        held = sum(p.bytes for p in self.parts.values() if not p.phase)
+        phases: dict[str, int] = {}
+        for p in self.parts.values():
+            if p.phase:
+                phases[p.phase] = phases.get(p.phase, 0) + p.bytes
+        return OVERHEAD + held + max(phases.values(), default=0)
 
     def largest(self) -> Part:
         return max(self.parts.values(), key=lambda p: p.bytes)
@@ -62,11 +68,11 @@ class MemoryEstimate(NamedTuple):
         return f"about {format_bytes(self.total)}" + (f" ({items})" if items else "")
 
 
-def streaming(chunk_bytes: int, copies: float, what: str = "row blocks in flight") -> Part:
+def streaming(chunk_bytes: int, copies: float, what: str = "row blocks in flight", phase: str = "pass") -> Part:
     """Row blocks held at once by a streaming pass: ``copies`` per worker thread."""
     from ._compute import parallelism
 
-    return Part(int(copies * chunk_bytes * parallelism()), what, "")
+    return Part(int(copies * chunk_bytes * parallelism()), what, "", phase)
 
 
 def memory_limit() -> tuple[int | None, str]:

@@ -255,7 +255,7 @@ class PCA(BigdrEstimator):
         if solver == "tsqr":
             parts["states"] = Part(MERGE_STATES * p * p * 8 + 2 * chunk_bytes_of(Xd), "R factors and QR scratch", "")
         if solver == "samples":
-            parts["gram"] = Part(3 * n * n * 8, "the n x n Gram matrix and its eigensolver", "svd_solver")
+            parts["gram"] = Part(3 * n * n * 8, "the n x n Gram matrix and its eigensolver", "svd_solver", "gram")
         if solver == "randomized":
             width = int(self.n_components if isinstance(self.n_components, numbers.Integral) else 0)
             parts["sketch"] = Part(4 * p * (width + self.n_oversamples) * 8, "randomized sketches", "n_components")

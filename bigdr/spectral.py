@@ -42,7 +42,7 @@ from .base import ExtensionEstimator, wants_numpy
 from .core.dimension import intrinsic_dimension, rows_needed
 from .core.eigen import flip_signs, smallest_eigh
 from .exceptions import DisconnectedGraphWarning, ExtrapolationWarning, SparseGraphWarning
-from .extension import EXTEND_CHUNK_BYTES, Extension
+from .extension import Extension
 from .graph.affinity import KERNELS, affinity, auto_epsilon, check_alpha, new_row_weights
 from .graph.knn import knn_graph
 from .graph.landmarks import SAMPLE_CHUNK_BYTES, select_landmarks
@@ -63,9 +63,9 @@ LANDMARKS_MAX = 1_000_000
 #: the peak (the graph, the kernel and its symmetrised, normalised copies, the
 #: solver's preconditioner), copies of the graph rows, and n x (d + 1) blocks
 #: held by the eigensolver.
-EDGE_BYTES = 200
+EDGE_BYTES = 80
 ROW_COPIES = 3
-EIGEN_COPIES = 20
+EIGEN_COPIES = 12
 #: Rows per piece of a Nyström extension.
 EXTEND_ROWS = 8192
 #: What the spectral methods can do with a disconnected graph (:func:`bigdr.graph.sparse.resolve_components`).
@@ -244,8 +244,8 @@ class _SpectralBase(ExtensionEstimator):
             "eigen": Part(EIGEN_COPIES * n_ref * (d + 1) * 8, "the eigensolver's blocks", "n_components"),
         }
         if n_ref < n:
-            parts["sample"] = streaming(SAMPLE_CHUNK_BYTES, 3, "blocks of the landmark pass")
-            parts["place"] = streaming(EXTEND_CHUNK_BYTES + EXTEND_ROWS * 4 * k * 8 * 8, 2, "rows being placed")
+            parts["sample"] = streaming(SAMPLE_CHUNK_BYTES, 3, "blocks of the landmark pass", "sample")
+            parts["place"] = streaming(EXTEND_ROWS * 4 * k * 8 * 8, 1, "rows being placed", "place")
         return parts
 
     def _knn(self, ref: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
