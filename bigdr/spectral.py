@@ -41,9 +41,8 @@ from ._validation import check_int, check_n_features, check_real
 from .base import ExtensionEstimator, wants_numpy
 from .core.dimension import intrinsic_dimension, rows_needed
 from .core.eigen import flip_signs, smallest_eigh
-from .exceptions import DisconnectedGraphWarning, ExtrapolationWarning, SparseGraphWarning
-from .extension import Extension
-from .graph.affinity import KERNELS, affinity, auto_epsilon, check_alpha, new_row_weights
+from .exceptions import DisconnectedGraphWarning, SparseGraphWarning
+from .graph.affinity import KERNELS, affinity, auto_epsilon, check_alpha
 from .graph.knn import knn_graph
 from .graph.landmarks import SAMPLE_CHUNK_BYTES, select_landmarks
 from .graph.neighbors import NeighborIndex, check_method, check_metric
@@ -51,6 +50,7 @@ from .graph.operators import normalise, symmetric_operator
 from .graph.sparse import check_policy, resolve_components
 from .io import as_array, from_numpy
 from .memory import MemoryEstimate, Part, check_memory, streaming
+from .nystrom import EXTEND_ROWS, NystromExtension, ratio_block
 
 #: ``landmarks="auto"``: all rows up to this many, else ``AUTO_LANDMARKS`` landmarks.
 ALL_ROWS_MAX = 1_500_000
@@ -66,142 +66,8 @@ LANDMARKS_MAX = 1_000_000
 EDGE_BYTES = 80
 ROW_COPIES = 3
 EIGEN_COPIES = 12
-#: Rows per piece of a Nyström extension.
-EXTEND_ROWS = 8192
 #: What the spectral methods can do with a disconnected graph (:func:`bigdr.graph.sparse.resolve_components`).
 ON_DISCONNECTED = ("warn", "raise")
-#: A row farther from its nearest reference row than this many times that row's
-#: k-th-neighbour distance is outside the fitted data: its coordinates are flagged.
-FAR_RATIO = 3.0
-#: Candidates are widened by doubling up to this factor; rows still short of
-#: every possible reverse edge are checked against the wide reference rows exactly.
-MAX_WIDEN = 8
-
-
-class NystromExtension(Extension):
-    """What a worker needs to embed rows: the reference index, the kernel rule and the eigenvectors."""
-
-    def __init__(
-        self,
-        index: NeighborIndex,
-        W: sp.csr_matrix,
-        k: int,
-        k_query: int,
-        radius: np.ndarray,
-        q: np.ndarray,
-        kernel: str,
-        epsilon: float,
-        self_loops: bool,
-        alpha: float,
-        kind: str,
-        phi: np.ndarray,
-        mu: np.ndarray,
-        scale: np.ndarray,
-        reference: np.ndarray,
-        metric: Any,
-    ) -> None:
-        self.index, self.W, self.k, self.k_query = index, W, k, k_query
-        self.radius, self.q = radius, q
-        self.kernel, self.epsilon, self.self_loops, self.alpha = kernel, epsilon, self_loops, alpha
-        self.kind, self.phi, self.mu, self.scale = kind, phi, mu, scale
-        self.reference, self.metric = reference, metric
-        self.widest = float(radius.max()) if len(radius) else 0.0
-        super().__init__(phi.shape[1], EXTEND_ROWS)
-
-    def candidates(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every reference row that can share an edge with each row, nearest first.
-
-        The ``k`` nearest are forward edges; a reference row ``j`` is a reverse
-        edge when the row lies within ``j``'s k-th-neighbour distance
-        ``r_j``. A reference row not among the candidates is farther than the
-        last candidate, so once the last candidate is farther than the largest
-        ``r_j`` nothing is missed. Rows short of that get twice the candidates,
-        up to :data:`MAX_WIDEN` times; the few left are checked against every
-        reference row whose ``r_j`` reaches them. Columns past a row's own
-        candidates are padded (index 0, distance inf: no edge).
-        """
-        n_ref = len(self.radius)
-        ind, dist = self.index.query_block(rows, self.k_query)
-        width = self.k_query
-        short = dist[:, -1] <= self.widest
-        while short.any() and width < min(n_ref, MAX_WIDEN * self.k_query):
-            width = min(n_ref, 2 * width)
-            more_ind, more_dist = self.index.query_block(rows[short], width)
-            ind, dist = _pad(ind, dist, width)
-            ind[short], dist[short] = more_ind, more_dist
-            short[short] = more_dist[:, -1] <= self.widest
-        if short.any() and width < n_ref:
-            from .core.distances import pairwise_distances
-
-            extra: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-            for r in map(int, np.flatnonzero(short)):
-                wide = np.flatnonzero(self.radius >= dist[r, -1])
-                d = pairwise_distances(rows[r : r + 1], self.reference[wide], self.metric)[0]
-                hit = (d <= self.radius[wide]) & ~np.isin(wide, ind[r])
-                extra[r] = (wide[hit], d[hit].astype(dist.dtype))
-            most = max(len(v[0]) for v in extra.values())
-            if most:
-                ind, dist = _pad(ind, dist, ind.shape[1] + most)
-                for r, (j, d) in extra.items():
-                    ind[r, width : width + len(j)], dist[r, width : width + len(j)] = j, d
-        return ind, dist
-
-    def distance_ratio(self, rows: np.ndarray) -> np.ndarray:
-        """Distance to the nearest reference row over that row's k-th-neighbour distance."""
-        ind, dist = self.index.query_block(rows, 1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return dist[:, 0] / self.radius[ind[:, 0]]
-
-    def embed_piece(self, rows: np.ndarray) -> np.ndarray:
-        ind, dist = self.candidates(rows)
-        w, is_self = new_row_weights(
-            ind, dist.astype(np.float64), self.k, self.radius, self.kernel, self.epsilon, self.self_loops
-        )
-        # A reference row's candidates may miss a far reverse neighbour;
-        # its kernel row is known exactly, so use it (Nyström on the
-        # training points themselves, as in the fit).
-        for r in np.flatnonzero(is_self):
-            row = ind[r, 0]
-            lo, hi = self.W.indptr[row], self.W.indptr[row + 1]
-            ind[r, : hi - lo], w[r, : hi - lo] = self.W.indices[lo:hi], self.W.data[lo:hi]
-            ind[r, hi - lo :], w[r, hi - lo :] = 0, 0.0
-        qx = w.sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if self.kind == "unnormalized":
-                y = np.einsum("bj,bjc->bc", w, self.phi[ind]) / (qx[:, None] - self.mu)
-            else:
-                if self.alpha:
-                    w = w / (qx[:, None] ** self.alpha * self.q[ind] ** self.alpha)
-                dx = w.sum(axis=1)
-                y = np.einsum("bj,bjc->bc", w / dx[:, None], self.phi[ind]) / (1.0 - self.mu)
-                if self.kind == "symmetric":
-                    y *= np.sqrt(dx)[:, None]
-        y[qx == 0] = np.nan  # no reference row near enough: nothing to extend from
-        with np.errstate(divide="ignore", invalid="ignore"):
-            far = int(np.sum(dist[:, 0] > FAR_RATIO * self.radius[ind[:, 0]]))
-        if far:
-            warnings.warn(
-                f"{far} of {len(rows)} rows are farther from the fitted data than {FAR_RATIO:g} times the "
-                f"neighbour distance there; their coordinates are extrapolated (see distance_ratio).",
-                ExtrapolationWarning,
-                stacklevel=2,
-            )
-        return y * self.scale
-
-
-def _ratio_block(block: np.ndarray, extension: NystromExtension) -> np.ndarray:
-    return extension.distance_ratio(block)
-
-
-def _pad(ind: np.ndarray, dist: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """Widen candidate arrays to ``width`` columns with entries that make no edge."""
-    if ind.shape[1] >= width:
-        return ind, dist
-    n = len(ind)
-    wide_ind = np.zeros((n, width), dtype=ind.dtype)
-    wide_dist = np.full((n, width), np.inf, dtype=dist.dtype)
-    wide_ind[:, : ind.shape[1]], wide_dist[:, : dist.shape[1]] = ind, dist
-    return wide_ind, wide_dist
 
 
 class _SpectralBase(ExtensionEstimator):
@@ -405,7 +271,7 @@ class _SpectralBase(ExtensionEstimator):
         if len(Xd.chunks[1]) != 1:
             Xd = Xd.rechunk({1: -1})
         key = dask.delayed(ext, name=ext.key, traverse=False)
-        ratio = da.map_blocks(_ratio_block, Xd, key, drop_axis=1, dtype=np.float64, meta=np.empty((0,)))
+        ratio = da.map_blocks(ratio_block, Xd, key, drop_axis=1, dtype=np.float64, meta=np.empty((0,)))
         return compute(ratio)[0] if wants_numpy(X) else ratio
 
     def _kernel_matrix(self) -> sp.csr_matrix:

@@ -1,0 +1,321 @@
+"""The command line's arguments: option types, the parser, and messages spelled with its flags."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._version import __version__
+from .methods import METHODS
+
+#: Options of ``fit-transform`` passed to the estimator (``--n-neighbors`` -> ``n_neighbors``).
+METHOD_OPTIONS = (
+    "svd_solver",
+    "whiten",
+    "n_neighbors",
+    "landmarks",
+    "eps",
+    "density",
+    "graph_sample",
+    "random_state",
+    "on_disconnected",
+    "metric",
+    "epsilon",
+    "alpha",
+)
+#: Python parameters the command line spells otherwise (everything else: ``a_b`` -> ``--a-b``).
+FLAG_OF = {"n_landmarks": "--landmarks", "n_components": "-k/--n-components"}
+USER_ERRORS = (ValueError, TypeError, KeyError, OSError)
+
+
+def _n_components(text: str):
+    if text == "auto":
+        return "auto"
+    if text in ("mp", "none", "None"):
+        return None if text.lower() == "none" else "mp"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an int, a fraction in (0, 1), 'mp' or 'none'; got {text!r}"
+        ) from None
+
+
+def _landmarks(text: str):
+    if text in ("auto", "none", "None"):
+        return None if text.lower() == "none" else "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected 'auto', 'none' (exact) or a number of landmarks; got {text!r}"
+        ) from None
+
+
+def _graph_sample(text: str):
+    if text in ("auto", "all"):
+        return None if text == "all" else "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto', 'all' or a number of rows; got {text!r}") from None
+
+
+def _epsilon(text: str):
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive kernel width; got {text!r}") from None
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        help="where to run: 'threads' (default, or $BIGDR_SCHEDULER), 'local-cluster', "
+        "a scheduler address tcp://host:port, or a scheduler file",
+    )
+    p.add_argument("--no-progress", action="store_true", help="do not show progress bars")
+    p.add_argument(
+        "--memory-limit",
+        default=None,
+        metavar="SIZE",
+        help="memory a fit may use, like 8GiB (default: what is available, and on a cluster the smallest "
+        "worker's limit); 'none' turns the check off",
+    )
+    p.add_argument(
+        "--chunk-mib",
+        type=float,
+        default=None,
+        help="input chunk size in MiB (default 128, or $DASK_BIGDR__CHUNK_BYTES); smaller for workers "
+        "with little memory",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bigdr", description="Dimensionality reduction for data larger than memory.")
+    parser.add_argument("--version", action="version", version=f"bigdr {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    g = sub.add_parser(
+        "generate",
+        help="write a synthetic data set to a zarr store",
+        description="Write a synthetic data set (group with arrays X and coords) chunk by chunk.",
+    )
+    g.add_argument("kind", choices=["swiss-roll", "s-curve", "spiked", "blobs"])
+    g.add_argument("output", help="destination zarr store (a new directory)")
+    g.add_argument("-n", "--n-samples", type=int, required=True)
+    g.add_argument("-p", "--n-features", type=int, default=None, help="spiked and blobs only (default 100 and 10)")
+    g.add_argument("--noise", type=float, default=None, help="noise level")
+    g.add_argument("--spikes", type=_floats, default=None, help="spiked: comma-separated spike strengths")
+    g.add_argument("--centers", type=int, default=None, help="blobs: number of clusters")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--dtype", choices=["float32", "float64"], default="float64")
+    g.add_argument(
+        "--chunk-rows", type=int, default=None, help="rows per stored chunk (default: chunks of at most 64 MiB)"
+    )
+    g.add_argument("--overwrite", action="store_true", help="replace a store that bigdr wrote (nothing else)")
+    g.add_argument("--resume", action="store_true", help="continue an interrupted run of the same command")
+    _common(g)
+
+    f = sub.add_parser(
+        "fit-transform",
+        help="fit a method and write the embedding",
+        description="Fit a method to INPUT and write the embedding of every row to OUTPUT (zarr).",
+    )
+    f.add_argument("input", help="zarr store, .npy or HDF5 file (file.h5:/dataset)")
+    f.add_argument("output", help="destination zarr store for the embedding")
+    f.add_argument(
+        "--method",
+        choices=list(METHODS),
+        default="pca",
+        help="; ".join(f"{m.name}: {m.summary}" for m in METHODS.values()),
+    )
+    f.add_argument(
+        "-k",
+        "--n-components",
+        type=_n_components,
+        default=2,
+        help="int, fraction of variance in (0,1), 'mp' or 'none' (default 2)",
+    )
+    f.add_argument(
+        "--svd-solver", default=argparse.SUPPRESS, choices=["auto", "covariance", "tsqr", "samples", "randomized"]
+    )
+    f.add_argument("--whiten", action="store_const", const=True, default=argparse.SUPPRESS, help="pca only")
+    f.add_argument(
+        "--n-neighbors",
+        type=int,
+        default=argparse.SUPPRESS,
+        help="isomap, diffusion-map, spectral-embedding: neighbours per row in the graph "
+        "(default: the method's own, 10 or 15)",
+    )
+    f.add_argument(
+        "--landmarks",
+        type=_landmarks,
+        default=argparse.SUPPRESS,
+        help="isomap: 'auto', 'none' (exact) or a count; landmark-mds: a count (default 500); "
+        "diffusion-map, spectral-embedding: 'auto', 'none' (all rows) or a count",
+    )
+    f.add_argument(
+        "--eps", type=float, default=argparse.SUPPRESS, help="gaussian-rp, sparse-rp: distortion for -k auto"
+    )
+    f.add_argument(
+        "--density", type=_density, default=argparse.SUPPRESS, help="sparse-rp: 'auto' (1/sqrt(p)) or a fraction"
+    )
+    f.add_argument(
+        "--report", action="store_true", help="gaussian-rp, sparse-rp: print and store the distortion of sampled pairs"
+    )
+    f.add_argument(
+        "--graph-sample",
+        type=_graph_sample,
+        default=argparse.SUPPRESS,
+        help="isomap: rows the graph is built on: 'auto', 'all' or a count",
+    )
+    f.add_argument(
+        "--on-disconnected",
+        choices=["raise", "warn", "largest", "join"],
+        default=argparse.SUPPRESS,
+        help="isomap (raise, largest, join), diffusion-map and spectral-embedding (warn, raise): what to do "
+        "when the neighbour graph falls apart",
+    )
+    f.add_argument(
+        "--metric",
+        default=argparse.SUPPRESS,
+        help="distance between rows (default euclidean): classical-mds, landmark-mds, isomap, diffusion-map, "
+        "spectral-embedding",
+    )
+    f.add_argument(
+        "--epsilon",
+        type=_epsilon,
+        default=argparse.SUPPRESS,
+        help="diffusion-map, spectral-embedding: Gaussian kernel width, or 'auto' (from neighbour distances)",
+    )
+    f.add_argument(
+        "--alpha", type=float, default=argparse.SUPPRESS, help="diffusion-map: density normalisation in [0, 1]"
+    )
+    f.add_argument(
+        "--random-state",
+        type=int,
+        default=0,
+        help="seed (default 0: the same command gives the same output, so --resume can continue it)",
+    )
+    f.add_argument("--dataset", default=None, help="array inside a zarr group or HDF5 file")
+    f.add_argument("--save-model", default=None, metavar="PATH", help="also save the fitted model here")
+    f.add_argument(
+        "--model-key-file",
+        default=None,
+        metavar="FILE",
+        help="sign the saved model with the key in FILE (HMAC-SHA256), so others can check it with 'bigdr info'",
+    )
+    f.add_argument("--scree", default=None, metavar="PNG", help="also write a scree plot")
+    f.add_argument(
+        "--overwrite", action="store_true", help="replace outputs that bigdr wrote earlier (never anything else)"
+    )
+    f.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the input and the outputs and print the estimated peak memory; compute nothing",
+    )
+    f.add_argument(
+        "--allow-missing-chunks",
+        action="store_true",
+        help="accept an input zarr store whose absent chunk files are meant to read as its fill value",
+    )
+    f.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run of the same command: write only the missing blocks",
+    )
+    _common(f)
+
+    i = sub.add_parser(
+        "info",
+        help="describe a data store or a saved model",
+        description="Print shape, chunks, dtype and attributes of a store, file or saved model.",
+    )
+    i.add_argument("path")
+    i.add_argument(
+        "--model-key-file", default=None, metavar="FILE", help="check a saved model's signature with the key in FILE"
+    )
+    _common(i)  # accepted everywhere for uniform scripts; info reads metadata only and computes nothing
+
+    d = sub.add_parser(
+        "demo",
+        help="generate data, embed it, write the embedding and a scree plot",
+        description="The end-to-end job: spiked-covariance data -> PCA (components chosen by the "
+        "Marchenko-Pastur edge) -> embedding store, saved model and scree plot.",
+    )
+    d.add_argument("--out", default="bigdr-demo", help="output directory (default ./bigdr-demo)")
+    d.add_argument("-n", "--n-samples", type=int, default=1_000_000)
+    d.add_argument("-p", "--n-features", type=int, default=100)
+    d.add_argument("--seed", type=int, default=0)
+    _common(d)
+    return parser
+
+
+def _density(text: str):
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a number in (0, 1]; got {text!r}") from None
+
+
+def user_message(exc: BaseException) -> str:
+    """One line for the user of the command line: OS errors name path and cause, parameters become flags."""
+    from .io import describe_os_error
+
+    if isinstance(exc, OSError) and exc.filename:
+        text = describe_os_error(exc)
+    elif isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror
+    else:
+        text = str(exc).strip()
+    text = text.splitlines()[0] if text else type(exc).__name__
+    return cli_words(text)
+
+
+def _flag(param: str) -> str:
+    return FLAG_OF.get(param, "--" + param.replace("_", "-"))
+
+
+def cli_words(text: str) -> str:
+    """Rewrite Python spellings in a message as command-line ones.
+
+    ``pass overwrite=True (command line: --overwrite)`` -> ``pass --overwrite``;
+    ``on_disconnected='largest'`` -> ``--on-disconnected largest``; a bare
+    ``n_neighbors`` -> ``--n-neighbors``.
+    """
+    import re
+
+    text = re.sub(r"[\w.-]+=\S+? \(command line: ([^)]*)\)", r"\1", text)
+    text = text.replace("bigdr.memory-limit", "--memory-limit")
+
+    def assignment(m: re.Match) -> str:
+        param, value = m.group(1), m.group(2).strip("'\"")
+        if value == "True":
+            return _flag(param)
+        return f"{_flag(param)} {'none' if value == 'None' else value}"
+
+    text = re.sub(r"\b([a-z]+_[a-z_]+)=('[^']*'|\"[^\"]*\"|[\w.+-]+)", assignment, text)
+    text = re.sub(r"(?<![-\w])(" + "|".join(map(re.escape, _cli_params())) + r")\b", lambda m: _flag(m.group(1)), text)
+    return text
+
+
+def _cli_params() -> list[str]:
+    """Parameter names with an underscore that the command line takes as flags."""
+    names = {n for n in METHOD_OPTIONS if "_" in n} | {"allow_missing_chunks", "n_components", "n_landmarks"}
+    return sorted(names, key=len, reverse=True)
