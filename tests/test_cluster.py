@@ -205,7 +205,11 @@ def test_interrupted_write_resumes_to_an_identical_store(stores, tmp_path, sig):
     whole, cut = tmp_path / "whole.zarr", tmp_path / "cut.zarr"
     assert main([a if a else str(whole) for a in argv]) == 0
     run = subprocess.Popen(
-        [PY, "-m", "bigdr.cli", *[a if a else str(cut) for a in argv]], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [PY, "-m", "bigdr.cli", *[a if a else str(cut) for a in argv]],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        # SIGINT as in a terminal: a shell's background job (CI runners, nohup) inherits it ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     done_dir = partial_path(cut) / DONE_DIR
     t0 = time.time()
