@@ -39,9 +39,9 @@ from ._compute import compute
 from ._random import LANDMARK_STREAM, resolve_seed
 from ._validation import check_choice, check_int, check_real
 from .base import ExtensionEstimator, wants_numpy
-from .core.dimension import intrinsic_dimension, rows_needed
+from .core.dimension import grown_sample, intrinsic_dimension, warn_if_sparse
 from .core.triangulation import Triangulation, attach_geodesics, landmark_mds, triangulate, triangulate_distances
-from .exceptions import DisconnectedGraphWarning, SparseGraphWarning
+from .exceptions import DisconnectedGraphWarning
 from .extension import Extension
 from .graph.knn import KNNGraph, knn_graph
 from .graph.landmarks import SAMPLE_CHUNK_BYTES, maxmin, uniform_sample
@@ -63,8 +63,6 @@ GRAPH_ALL_MAX = 200_000
 DEFAULT_GRAPH_SAMPLE = 100_000
 #: ``graph_sample="auto"`` never samples more rows than this (the graph is held in one process).
 GRAPH_SAMPLE_MAX = 1_000_000
-#: A default sample is drawn again, larger, when the dimension asks for this many times its rows.
-SAMPLE_GROWTH = 1.25
 #: Memory model (calibrated by benchmarks/bench_memory.py): bytes per kNN edge at
 #: the peak (indices, distances, the union graph in COO and CSR, Dijkstra's
 #: copy), copies of the graph rows, copies of the geodesic matrix, and the
@@ -324,22 +322,16 @@ class Isomap(ExtensionEstimator):
         ref, graph, dist = self._reference_graph(X, Xd, mode, n_ref, given)
         self.intrinsic_dimension_ = intrinsic_dimension(dist) if dist is not None else float("nan")
         if mode == "sampled" and dist is not None:
-            needed = rows_needed(self.intrinsic_dimension_, self.n_neighbors or 10)
-            if needed > SAMPLE_GROWTH * n_ref and isinstance(self.graph_sample, str):
-                # The manifold has more dimensions than a default sample can resolve: a larger one.
-                n_ref = min(n, needed, GRAPH_SAMPLE_MAX)
-                mode = "sampled" if n_ref < n else "landmark"
-                check_memory(MemoryEstimate("Isomap", self._memory_parts(Xd, plan=(mode, n_ref))))
-                ref, graph, dist = self._reference_graph(X, Xd, mode, n_ref, given)
-            if needed > n_ref and n_ref < n:
-                warnings.warn(
-                    f"The data look {self.intrinsic_dimension_:.1f}-dimensional (Levina-Bickel estimate from the "
-                    f"graph); a sampled graph of {n_ref} rows with n_neighbors={self.n_neighbors} is too sparse "
-                    f"for that (about {needed} rows needed), so geodesics and the embedding will be poor. Raise "
-                    f"graph_sample (or set it to None for all rows) or n_neighbors.",
-                    SparseGraphWarning,
-                    stacklevel=3,
-                )
+            k = self.n_neighbors or 10
+            if isinstance(self.graph_sample, str):
+                grown = grown_sample(self.intrinsic_dimension_, k, n_ref, n, GRAPH_SAMPLE_MAX)
+                if grown != n_ref:  # the manifold has more dimensions than the default sample resolves
+                    n_ref, mode = grown, ("sampled" if grown < n else "landmark")
+                    check_memory(MemoryEstimate("Isomap", self._memory_parts(Xd, plan=(mode, n_ref))))
+                    ref, graph, dist = self._reference_graph(X, Xd, mode, n_ref, given)
+            if n_ref < n:
+                what = f"a sampled graph of {n_ref} rows"
+                warn_if_sparse(self.intrinsic_dimension_, k, n_ref, what, "graph_sample (None: all rows)", 4)
         graph, eligible, self.n_components_found_ = resolve_components(
             graph,
             self.on_disconnected,

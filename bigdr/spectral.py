@@ -39,9 +39,9 @@ from ._compute import compute
 from ._random import resolve_seed
 from ._validation import check_int, check_n_features, check_real
 from .base import ExtensionEstimator, wants_numpy
-from .core.dimension import intrinsic_dimension, rows_needed
+from .core.dimension import grown_sample, intrinsic_dimension, warn_if_sparse
 from .core.eigen import flip_signs, smallest_eigh
-from .exceptions import DisconnectedGraphWarning, SparseGraphWarning
+from .exceptions import DisconnectedGraphWarning
 from .graph.affinity import KERNELS, affinity, auto_epsilon, check_alpha
 from .graph.knn import knn_graph
 from .graph.landmarks import SAMPLE_CHUNK_BYTES, select_landmarks
@@ -55,9 +55,8 @@ from .nystrom import EXTEND_ROWS, NystromExtension, ratio_block
 #: ``landmarks="auto"``: all rows up to this many, else ``AUTO_LANDMARKS`` landmarks.
 ALL_ROWS_MAX = 1_500_000
 AUTO_LANDMARKS = 100_000
-#: ``landmarks="auto"`` grows the landmark set when the manifold needs this many
-#: times more rows (:func:`bigdr.core.dimension.rows_needed`), up to ``LANDMARKS_MAX``.
-SAMPLE_GROWTH = 1.25
+#: ``landmarks="auto"`` grows the landmark set when the manifold needs more
+#: rows (:func:`bigdr.core.dimension.grown_sample`), up to this many.
 LANDMARKS_MAX = 1_000_000
 #: Memory model (calibrated by benchmarks/bench_memory.py): bytes per kNN edge at
 #: the peak (the graph, the kernel and its symmetrised, normalised copies, the
@@ -157,22 +156,15 @@ class _SpectralBase(ExtensionEstimator):
         ind, dist = self._knn(ref, k)
         self.intrinsic_dimension_ = intrinsic_dimension(dist)
         if mode == "landmarks":
-            needed = rows_needed(self.intrinsic_dimension_, k)
-            if needed > SAMPLE_GROWTH * n_ref and isinstance(self.landmarks, str):
-                # More landmarks than the default: the manifold has more dimensions than it resolves.
-                size = min(needed, LANDMARKS_MAX)
-                check_memory(MemoryEstimate(type(self).__name__, self._memory_parts(Xd, n_ref=size)))
-                ref, mode = self._reference(X, Xd, size)
-                n_ref = len(ref)
-                ind, dist = self._knn(ref, k)
-            if needed > n_ref:
-                warnings.warn(
-                    f"The data look {self.intrinsic_dimension_:.1f}-dimensional (Levina-Bickel estimate from the "
-                    f"graph); {n_ref} landmarks with n_neighbors={k} are too few for that (about {needed} "
-                    f"needed), so the kernel and the embedding will be poor. Raise landmarks or n_neighbors.",
-                    SparseGraphWarning,
-                    stacklevel=3,
-                )
+            if isinstance(self.landmarks, str):
+                size = grown_sample(self.intrinsic_dimension_, k, n_ref, Xd.shape[0], LANDMARKS_MAX)
+                if size != n_ref:  # more landmarks than the default: the manifold has more dimensions
+                    check_memory(MemoryEstimate(type(self).__name__, self._memory_parts(Xd, n_ref=size)))
+                    ref, mode = self._reference(X, Xd, size)
+                    n_ref = len(ref)
+                    ind, dist = self._knn(ref, k)
+            if n_ref < Xd.shape[0]:
+                warn_if_sparse(self.intrinsic_dimension_, k, n_ref, f"{n_ref} landmarks", "landmarks", 4)
         eps = auto_epsilon(dist) if isinstance(self.epsilon, str) else float(self.epsilon)
         aff = affinity(ind, dist, self._kernel, eps, self._self_loops)
         _, _, self.n_graph_components_ = resolve_components(
@@ -203,10 +195,7 @@ class _SpectralBase(ExtensionEstimator):
         # transform depends on these fitted values only, never on parameters changed after fit
         self.n_neighbors_, self.alpha_, self.kernel_, self.operator_ = k, alpha, self._kernel, self._kind
         self.scale_ = scale
-        self.neighbor_method_ = self.neighbor_method
-        self._fit_metric = self.metric
-        if isinstance(self.metric, str):
-            self.metric_ = self.metric
+        self.neighbor_method_, self.metric_ = self.neighbor_method, self.metric
         self.n_features_in_ = int(Xd.shape[1])
         self.reference_rows_ = ref
         self.eigenvectors_ = phi
@@ -233,7 +222,7 @@ class _SpectralBase(ExtensionEstimator):
         return fallback() if value is None else value
 
     def _make_extension(self) -> NystromExtension:
-        metric = self.__dict__.get("_fit_metric", self._fitted("metric_", lambda: self.metric))
+        metric = self._fitted("metric_", lambda: self.metric)
         index = NeighborIndex(metric, self._fitted("neighbor_method_", lambda: self.neighbor_method), self.seed_)
         index.fit(self.reference_rows_)
         k_query = min(len(self.reference_rows_), int(self.max_degree_) + 2)

@@ -75,3 +75,39 @@ def rows_needed(dimension: float, n_neighbors: int = 10) -> int:
     if not np.isfinite(dimension):
         return 0
     return int(round(NEED_BASE * NEED_GROWTH ** (max(float(dimension), 2.0) - 2.0) * 10.0 / max(int(n_neighbors), 1)))
+
+
+#: A default sample is drawn again, larger, when the manifold asks for more than this many times its rows.
+SAMPLE_GROWTH = 1.25
+
+
+def grown_sample(dimension: float, n_neighbors: int, size: int, n: int, cap: int) -> int:
+    """The size a default sample of ``size`` of ``n`` rows should have for a manifold of ``dimension``.
+
+    ``size`` unless :func:`rows_needed` asks for more than ``SAMPLE_GROWTH``
+    times it; then that many rows, at most ``cap`` and ``n``.
+
+    Examples
+    --------
+    >>> grown_sample(2.0, 10, 100_000, 10**7, 10**6), grown_sample(4.0, 10, 100_000, 300_000, 10**6)
+    (100000, 200000)
+    """
+    needed = rows_needed(dimension, n_neighbors)
+    return min(n, needed, cap) if needed > SAMPLE_GROWTH * size else size
+
+
+def warn_if_sparse(dimension: float, n_neighbors: int, size: int, what: str, fix: str, stacklevel: int = 2) -> None:
+    """Warn (``SparseGraphWarning``) when a sample of ``size`` rows is too small for the manifold, with the figure."""
+    import warnings
+
+    from ..exceptions import SparseGraphWarning
+
+    needed = rows_needed(dimension, n_neighbors)
+    if needed > size:
+        warnings.warn(
+            f"The data look {dimension:.1f}-dimensional (Levina-Bickel estimate from the graph); {what} with "
+            f"n_neighbors={n_neighbors} are too few for that (about {needed} rows needed), so the embedding will be "
+            f"poor. Raise {fix} or n_neighbors.",
+            SparseGraphWarning,
+            stacklevel=stacklevel + 1,
+        )

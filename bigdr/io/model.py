@@ -93,12 +93,12 @@ def stage_model(model: Any, final: Path, *, key: str | bytes | None = None) -> P
 
     if not any(k.endswith("_") for k in vars(model)):
         raise ValueError(f"This {type(model).__name__} is not fitted; fit it before saving.")
-    arrays, scalars = _fitted_items(model)
     params = model.get_params()
     try:
         json.dumps(params)
     except TypeError as exc:
         raise TypeError(f"Parameters of {type(model).__name__} must be JSON-serialisable to save: {exc}") from exc
+    arrays, scalars = _fitted_items(model)
     meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
