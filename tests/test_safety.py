@@ -192,18 +192,18 @@ def test_scree_in_a_missing_directory_publishes_nothing(work, capsys):
 
 
 def test_failure_while_writing_publishes_nothing_and_keeps_the_partial(work, capsys, monkeypatch):
-    import bigdr.io.write as write_module
+    import bigdr.io.blocks as blocks_module
 
     calls = []
 
-    def failing(start, *blocks, targets, done_dir):
+    def failing(start, *blocks, **kwargs):
         calls.append(1)
         if len(calls) == 2:
             raise OSError(28, "No space left on device", str(work / "e.zarr"))
-        return original(start, *blocks, targets=targets, done_dir=done_dir)
+        return original(start, *blocks, **kwargs)
 
-    original = write_module._write_row_block
-    monkeypatch.setattr(write_module, "_write_row_block", failing)
+    original = blocks_module._write_row_block
+    monkeypatch.setattr(blocks_module, "_write_row_block", failing)
     blocks = ("--scheduler", "sync", "--chunk-mib", "0.03")  # four row blocks, written in order
     rc, _, err = cli(capsys, "fit-transform", work / "good.zarr", work / "e.zarr", "--save-model", work / "m", *blocks)
     assert_one_line_error(rc, err, "No space left on device", "--resume", str(partial_path(work / "e.zarr")))

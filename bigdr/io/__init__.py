@@ -2,6 +2,7 @@
 (:mod:`bigdr.io.read`), writing atomic and resumable zarr stores
 (:mod:`bigdr.io.write`) and sparse CSR stores (:mod:`bigdr.io.sparse`)."""
 
+from .append import append_zarr, staging_path
 from .outputs import check_output, describe_os_error, publish, temporary_sibling, written_by_bigdr
 from .read import (
     DEFAULT_CHUNK_BYTES,
@@ -19,6 +20,7 @@ from .write import DONE_DIR, partial_path, read_attrs, write_zarr
 __all__ = [
     "DEFAULT_CHUNK_BYTES",
     "DONE_DIR",
+    "append_zarr",
     "as_array",
     "check_output",
     "describe_os_error",
@@ -32,6 +34,7 @@ __all__ = [
     "publish",
     "read_attrs",
     "source_paths",
+    "staging_path",
     "temporary_sibling",
     "with_finite_check",
     "write_sparse_zarr",

@@ -65,6 +65,8 @@ def _row_chunks(n: int, row_bytes: int, chunk_bytes: int, base: int | None) -> t
         # Align with the storage chunks so no stored chunk is read twice.
         rows = max(base, (rows // base) * base)
     rows = min(rows, n)
+    if rows == 0:  # no rows: one empty chunk
+        return (0,)
     full, rest = divmod(n, rows)
     return (rows,) * full + ((rest,) if rest else ())
 

@@ -16,16 +16,10 @@ import dask.array as da
 import numpy as np
 
 from .._version import __version__
+from .blocks import DONE_DIR, json_safe, store_together
 from .outputs import check_output, publish
 from .read import source_paths
 
-
-def json_safe(obj: Any) -> Any:
-    return json.loads(json.dumps(obj, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
-
-
-#: Inside a partial store: one empty file per row block written (its first row).
-DONE_DIR = ".bigdr-done"
 #: Errors after which a partial store is worth keeping for ``resume``: the
 #: run was interrupted (Ctrl-C, lost workers or scheduler, I/O), not wrong.
 _KEEP_PARTIAL_ON = (KeyboardInterrupt, OSError, TimeoutError)
@@ -52,6 +46,7 @@ def write_zarr(
     overwrite: bool = False,
     chunk_rows: int | None = None,
     resume: bool = False,
+    append: bool = False,
 ) -> Path:
     """Write one array, or a group of named arrays, to a zarr (v3) store atomically and resumably.
 
@@ -85,6 +80,10 @@ def write_zarr(
         Rows per stored chunk; default: the dask chunking.
     resume : bool
         Continue an interrupted write of the same output.
+    append : bool
+        When ``path`` exists, add the rows to it instead
+        (:func:`bigdr.io.append.append_zarr`: atomic, resumable, recorded in
+        the store's ``bigdr_appends`` attribute); otherwise write it as new.
 
     Returns
     -------
@@ -95,6 +94,10 @@ def write_zarr(
 
     from .._compute import compute as _compute
 
+    if append and Path(path).exists():
+        from .append import append_zarr
+
+        return append_zarr(arrays, path, resume=resume)
     single = not isinstance(arrays, dict)
     items = {"": arrays} if single else dict(arrays)
     inputs = [p for a in items.values() for p in source_paths(a)]
@@ -152,7 +155,7 @@ def write_zarr(
         with zarr.config.set({"array.write_empty_chunks": True}):  # kept by the array objects sent to workers
             node: Any = zarr.open(str(tmp), mode="r+")
             targets = [node] if single else [node[key] for key in prepared]
-        _compute(_store_together(list(prepared.values()), targets, tmp / DONE_DIR, done))
+        _compute(store_together(list(prepared.values()), targets, tmp / DONE_DIR, done))
         shutil.rmtree(tmp / DONE_DIR)
         publish(tmp, final, overwrite)
     except BaseException as exc:
@@ -189,63 +192,6 @@ def _interrupted(exc: BaseException) -> bool:
     return name in ("KilledWorker", "CancelledError", "CommClosedError", "FutureCancelledError") or isinstance(
         exc, _KEEP_PARTIAL_ON
     )
-
-
-def _write_row_block(start: np.ndarray, *blocks: np.ndarray, targets: list, done_dir: Path | None) -> np.ndarray:
-    first = int(start[0])
-    for block, target in zip(blocks, targets):
-        target[first : first + len(block)] = block
-    if done_dir is not None:
-        (Path(done_dir) / str(first)).touch()
-    return np.zeros(1)
-
-
-def _store_together(sources: list[da.Array], targets: list, done_dir: Path | None = None, done: set[int] | None = None):
-    """A graph writing ``sources`` into ``targets``; returns something to compute.
-
-    When every source has the same row chunks and one chunk along the other
-    axes, a single task per row block writes that block of every source. Outputs
-    that share an upstream result (a neighbour query's indices and distances)
-    then release it as soon as it is written; as separate store tasks dask held
-    such results for many blocks (peak memory grew with n: 558 MiB at 1M rows,
-    940 MiB at 10M, measured). Each written block leaves a marker in
-    ``done_dir``; blocks whose first row is in ``done`` are left out of the
-    graph, with everything only they need (resuming computes only the rest).
-    """
-    rows: Any = sources[0].chunks[0] if sources and sources[0].ndim else None
-    aligned = rows is not None and all(
-        s.ndim >= 1 and s.chunks[0] == rows and all(len(c) == 1 for c in s.chunks[1:]) for s in sources
-    )
-    if not aligned:
-        return da.store(sources, targets, lock=False, compute=False)
-    letters = "jklmnopqrstuvwxyz"
-    first_rows = np.cumsum((0,) + rows[:-1])
-    starts = da.from_array(first_rows, chunks=1)
-    # Distinct letters per source: their other axes need not agree in size.
-    args = [starts, "i"]
-    pos = 0
-    for s in sources:
-        index = "i" + letters[pos : pos + s.ndim - 1]
-        pos += s.ndim - 1
-        args += [s, index]
-    written = da.blockwise(
-        _write_row_block,
-        "i",
-        *args,
-        targets=targets,
-        done_dir=done_dir,
-        concatenate=True,
-        align_arrays=False,
-        adjust_chunks={"i": 1},
-        dtype=float,
-        meta=np.empty((0,)),
-    )
-    missing = [b for b, r in enumerate(first_rows) if int(r) not in (done or set())]
-    if len(missing) < len(first_rows):
-        if not missing:
-            return da.zeros(1)
-        written = da.concatenate([written.blocks[b] for b in missing])
-    return written.sum()
 
 
 def read_attrs(path: str | os.PathLike) -> dict:
