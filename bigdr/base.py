@@ -22,6 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from ._compute import compute
+from .core.drift import drift_report, with_history
 from .exceptions import NotFittedError
 from .extension import Extension, extend_blockwise
 from .io import as_array
@@ -113,6 +114,63 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         """One line for the command line after a fit."""
         return type(self).__name__
 
+    # -- drift (bigdr.core.drift) ---------------------------------------------------
+    def _drift_rule(self) -> tuple[float, str] | None:
+        """The training threshold of the drift score and the score's name; None: no drift measure."""
+        return None
+
+    def _lazy_embedding(self, X: Any) -> da.Array:
+        """The lazy embedding of new rows (what ``transform`` computes)."""
+        raise NotImplementedError
+
+    def _embed_and_score(self, X: Any) -> da.Array:
+        """Lazy ``(n, width + 1)``: the embedding of ``X``, each row's drift score in the last column."""
+        raise NotImplementedError
+
+    def embed_with_drift(self, X: Any) -> tuple[da.Array, da.Array | None]:
+        """The lazy embedding of ``X`` and the lazy count of its rows beyond the drift threshold.
+
+        Computed together (``dask.compute(store, count)``) they take one pass
+        over ``X``; the count is None for a method without a drift measure.
+        ``transform`` itself leaves the model unchanged (scikit-learn's
+        contract); :meth:`measure_drift` and ``partial_fit`` record drift.
+        """
+        self._check_fitted()
+        rule = self._drift_rule()
+        if rule is None:
+            return self._lazy_embedding(X), None
+        both = self._embed_and_score(X)
+        return both[:, :-1], (both[:, -1] > rule[0]).sum()
+
+    def record_drift(self, n_rows: int, n_beyond: int, update: bool = False) -> dict[str, Any]:
+        """Set ``drift_`` from counts (see :func:`bigdr.core.drift.drift_report`); updates join ``drift_history_``."""
+        rule = self._drift_rule()
+        if rule is None:
+            raise ValueError(f"{type(self).__name__} has no drift measure.")
+        report = drift_report(n_rows, n_beyond, *rule)
+        self.drift_ = report
+        if update:
+            self.drift_history_ = with_history(getattr(self, "drift_history_", None), report)
+        return report
+
+    def measure_drift(self, X: Any) -> dict[str, Any]:
+        """How well the rows of ``X`` fit the model (one pass; the model is unchanged but for ``drift_``).
+
+        Returns the report also kept in ``drift_``: the fraction of rows whose
+        drift score exceeds the training 99th percentile, and whether a refit
+        is advised (:mod:`bigdr.core.drift`).
+        """
+        Xd = as_array(X, name="X", min_rows=1)
+        _, beyond = self.embed_with_drift(Xd)
+        if beyond is None:
+            raise ValueError(f"{type(self).__name__} has no drift measure.")
+        (count,) = compute(beyond)
+        return self.record_drift(Xd.shape[0], int(count))
+
+    def _reset_drift(self) -> None:
+        for name in ("drift_", "drift_history_"):
+            self.__dict__.pop(name, None)
+
 
 class ExtensionEstimator(BigdrEstimator):
     """An estimator whose ``transform`` is a blockwise :class:`~bigdr.extension.Extension`.
@@ -136,6 +194,11 @@ class ExtensionEstimator(BigdrEstimator):
     def _extend(self, X: Any) -> da.Array:
         """The lazy embedding of the rows of ``X``."""
         return extend_blockwise(X, self._extension(), self.n_features_in_, type(self).__name__)
+
+    _lazy_embedding = _extend
+
+    def _embed_and_score(self, X: Any) -> da.Array:
+        return extend_blockwise(X, self._extension(), self.n_features_in_, type(self).__name__, score=True)
 
     def transform(self, X: Any) -> np.ndarray | da.Array:
         """Embed rows without refitting, blockwise (numpy in, numpy out; lazy otherwise)."""

@@ -49,16 +49,29 @@ class Extension:
         """Coordinates (``len(rows) x width``, float64) of at most ``piece_rows`` rows."""
         raise NotImplementedError
 
-    def embed_block(self, block: np.ndarray) -> np.ndarray:
-        out = np.empty((len(block), self.width))
+    def score_piece(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Coordinates and each row's drift score (see :mod:`bigdr.core.drift`); NaN scores by default."""
+        return self.embed_piece(rows), np.full(len(rows), np.nan)
+
+    def embed_block(self, block: np.ndarray, score: bool = False) -> np.ndarray:
+        out = np.empty((len(block), self.width + int(score)))
         for s in range(0, len(block), self.piece_rows):
-            piece = self.embed_piece(block[s : s + self.piece_rows])
-            out[s : s + len(piece)] = piece
+            rows = block[s : s + self.piece_rows]
+            if score:
+                piece, scores = self.score_piece(rows)
+                out[s : s + len(piece), -1] = scores
+            else:
+                piece = self.embed_piece(rows)
+            out[s : s + len(piece), : self.width] = piece
         return out
 
 
-def extend_blockwise(X: Any, extension: Extension, n_features: int, owner: str = "the model") -> da.Array:
+def extend_blockwise(
+    X: Any, extension: Extension, n_features: int, owner: str = "the model", score: bool = False
+) -> da.Array:
     """``extension.embed_block`` over the row blocks of ``X``, lazily; the extension is one graph key.
+
+    ``score``: one more column, each row's drift score (:meth:`Extension.score_piece`).
 
     A task gets at most one piece: placing a row costs far more than reading
     it (3-D rows: 1M rows are 24 MB, one input chunk, but ten seconds of
@@ -76,11 +89,18 @@ def extend_blockwise(X: Any, extension: Extension, n_features: int, owner: str =
     if max(Xd.chunks[0]) > rows:
         Xd = Xd.rechunk({0: rows})
     key = dask.delayed(extension, name=extension.key, traverse=False)
+    width = extension.width + int(score)
     return da.map_blocks(
-        _embed_block, Xd, key, chunks=(Xd.chunks[0], (extension.width,)), dtype=np.float64, meta=np.empty((0, 0))
+        _embed_block,
+        Xd,
+        key,
+        score=score,
+        chunks=(Xd.chunks[0], (width,)),
+        dtype=np.float64,
+        meta=np.empty((0, 0)),
     )
 
 
-def _embed_block(block: np.ndarray, extension: Extension) -> np.ndarray:
+def _embed_block(block: np.ndarray, extension: Extension, score: bool = False) -> np.ndarray:
     # A named function, not a lambda: task names show in dashboards and task streams.
-    return extension.embed_block(block)
+    return extension.embed_block(block, score)

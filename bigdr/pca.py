@@ -20,6 +20,7 @@ from ._compute import compute
 from ._random import resolve_seed
 from ._validation import check_choice, check_int, check_n_features
 from .base import BigdrEstimator, chunk_bytes_of, wants_numpy
+from .core.drift import chi2_threshold, residual_threshold
 from .core.eigen import Eigenpairs, qr_eigh, scatter_eigh
 from .core.spectrum import n_components_for_fraction, n_components_mp
 from .core.stats import Moments, QRState, merge_moments, merge_qr, moments_block, qr_block
@@ -60,6 +61,26 @@ _MERGEABLE: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[...
     "covariance": (_moments_of, merge_moments, scatter_eigh),
     "tsqr": (_qr_of, merge_qr, qr_eigh),
 }
+
+
+def _project_and_score(
+    block: np.ndarray,
+    mean: np.ndarray,
+    components: np.ndarray,
+    variances: np.ndarray,
+    whiten: bool,
+    residual: bool,
+) -> np.ndarray:
+    """Projection of a block and each row's drift score (Q residual, or T^2 when nothing is discarded)."""
+    centred = np.asarray(block, dtype=np.float64) - mean
+    Y = centred @ components.T.astype(np.float64)
+    if residual:  # |x_c|^2 - |y|^2: the components are orthonormal; float64 keeps the difference exact enough
+        score = np.einsum("ij,ij->i", centred, centred) - np.einsum("ij,ij->i", Y, Y)
+    else:
+        score = (Y**2 / np.maximum(variances.astype(np.float64), np.finfo(float).tiny)).sum(axis=1)
+    if whiten:
+        Y = Y / np.sqrt(variances.astype(np.float64))
+    return np.column_stack([Y, score]).astype(block.dtype, copy=False)
 
 
 class PCA(BigdrEstimator):
@@ -227,6 +248,7 @@ class PCA(BigdrEstimator):
         if solver != "covariance":  # the covariance kernel detects NaN/Inf itself, for free
             Xd = with_finite_check(Xd)
         self.svd_solver_ = solver
+        self._reset_drift()
         for attr in self._persist_private:
             self.__dict__.pop(attr, None)
         if solver in _MERGEABLE:
@@ -238,7 +260,7 @@ class PCA(BigdrEstimator):
             gram = samples_gram_eig(Xd, col.mean)
             m = min(n, p)
             evals = gram.values[:m]
-            k = self._select_k(evals / (n - 1), col.scatter.sum() / (n - 1), n, p)
+            k = self.n_components_rule_ = self._select_k(evals / (n - 1), col.scatter.sum() / (n - 1), n, p)
             V = components_from_samples(Xd, col.mean, gram.vectors[:, :k])
             self._set_fitted(evals, V, col.n, col.mean, col.scatter.sum(), Xd.dtype, k)
         else:
@@ -271,6 +293,7 @@ class PCA(BigdrEstimator):
                 f"Use svd_solver='covariance' (p <= ~20000) or give an int."
             )
         (col,) = compute(tree_reduce(Xd, _column_moments_of, merge_moments, with_offset=True))
+        self.n_components_rule_ = int(k)
         eig = randomized_scatter_eig(Xd, col.mean, k, self.n_oversamples, self.n_iter, self.seed_)
         self._set_fitted(eig.values, eig.vectors, n, col.mean, col.scatter.sum(), Xd.dtype, k)
 
@@ -293,16 +316,18 @@ class PCA(BigdrEstimator):
                     f"cannot be merged; refit with svd_solver='covariance' or 'tsqr' to use partial_fit."
                 )
             check_n_features(Xd.shape[1], self.n_features_in_, "PCA")
+            if hasattr(self, "components_"):
+                self._record_drift(Xd)  # the batch against the model as it was
             state = merge(self._current_state(), state)
         self.svd_solver_ = solver
-        self._store_state(solver, state, Xd.dtype)
+        self._store_state(solver, state, Xd.dtype, width=getattr(self, "n_components_", None))
         return self
 
     def _current_state(self) -> Moments | QRState:
         cls = Moments if self._state_kind == "covariance" else QRState
         return cls(self.n_samples_seen_, self._state_mean, self._state_matrix)
 
-    def _store_state(self, kind: str, state: Moments | QRState, dtype: np.dtype) -> None:
+    def _store_state(self, kind: str, state: Moments | QRState, dtype: np.dtype, width: int | None = None) -> None:
         self._state_kind = kind
         self._state_mean = state.mean
         self._state_matrix = state[2]
@@ -315,6 +340,11 @@ class PCA(BigdrEstimator):
         m = min(n, p)
         evals = eig.values[:m]
         k = self._select_k(evals / (n - 1), evals.sum() / (n - 1), n, p)
+        self.n_components_rule_ = k
+        if width is not None and not isinstance(self.n_components, numbers.Integral):
+            # A fraction or "mp" fixes the output width at the first fit: an
+            # embedding store cannot change its number of columns between batches.
+            k = min(width, m)
         self._set_fitted(evals, eig.vectors[:, :k], n, state.mean, evals.sum(), dtype, k)
 
     def _select_k(self, variances: np.ndarray, total: float, n: int, p: int) -> int:
@@ -367,12 +397,49 @@ class PCA(BigdrEstimator):
     def transform(self, X: Any) -> np.ndarray | da.Array:
         """Project ``X`` on the components: ``(X - mean_) components_^T`` (whitened if asked)."""
         self._check_fitted()
+        Y = self._lazy_embedding(X)
+        return compute(Y)[0] if wants_numpy(X) else Y
+
+    def _lazy_embedding(self, X: Any) -> da.Array:
         Xd = self._check_input(X, "X", self.n_features_in_)
         dtype = Xd.dtype
         Y = (Xd - self.mean_.astype(dtype)) @ self.components_.T.astype(dtype)
         if self.whiten:
             Y = Y / np.sqrt(self.explained_variance_).astype(dtype)
-        return compute(Y)[0] if wants_numpy(X) else Y
+        return Y
+
+    def _drift_rule(self) -> tuple[float, str]:
+        k = self.n_components_
+        rank = min(self.n_samples_seen_, self.n_features_in_)
+        discarded = self.spectrum_[k:].astype(np.float64)
+        if len(discarded) < rank - k:  # randomized: only the leading variances are known
+            discarded = np.full(rank - k, self.noise_variance_)
+        if discarded.sum() > 0:
+            return residual_threshold(discarded), "reconstruction error"
+        return chi2_threshold(k), "Hotelling T^2"
+
+    def _embed_and_score(self, X: Any) -> da.Array:
+        Xd = self._check_input(X, "X", self.n_features_in_)
+        _, name = self._drift_rule()
+        return da.map_blocks(
+            _project_and_score,
+            Xd,
+            mean=self.mean_,
+            components=self.components_,
+            variances=self.explained_variance_,
+            whiten=self.whiten,
+            residual=name == "reconstruction error",
+            chunks=(Xd.chunks[0], (self.n_components_ + 1,)),
+            dtype=Xd.dtype,
+            meta=np.empty((0, 0), dtype=Xd.dtype),
+        )
+
+    def _record_drift(self, Xd: da.Array) -> None:
+        """The drift of a partial_fit batch against the model before the merge."""
+        _, beyond = self.embed_with_drift(Xd)
+        assert beyond is not None
+        (count,) = compute(beyond)
+        self.record_drift(Xd.shape[0], int(count), update=True)
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | da.Array:
         """Fit, then project ``X`` (a second, blockwise pass for dask input)."""

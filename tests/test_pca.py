@@ -239,3 +239,81 @@ def test_params_roundtrip_and_repr():
     assert model.get_params()["n_components"] == 3
     assert PCA(**model.get_params()).get_params() == model.get_params()
     assert repr(model) == "PCA(n_components=3, whiten=True)"
+
+
+def _spiked(rng, n, p=20, shift=0.0):
+    scales = np.r_[[10.0, 5.0, 3.0], np.full(p - 3, 0.3)]
+    X = rng.standard_normal((n, p)) * scales
+    X[:, -1] += shift  # off the principal subspace: seen by the reconstruction error
+    return X
+
+
+@pytest.mark.parametrize("n_components", [0.9, "mp"])
+def test_a_fraction_or_mp_keeps_the_width_of_the_first_fit(n_components):
+    # Batches whose spectra differ enough that the rule alone would change the width.
+    rng = np.random.default_rng(3)
+    model = PCA(n_components)
+    widths, rules = [], []
+    for i in range(6):
+        scales = np.r_[[10.0, 5.0], [8.0 if i else 0.3], np.full(17, 0.3)]  # a third axis grows
+        model.partial_fit(rng.standard_normal((400, 20)) * scales)
+        widths.append(model.n_components_)
+        rules.append(model.n_components_rule_)
+    assert len(set(widths)) == 1
+    assert model.components_.shape == (widths[0], 20)
+    assert len(set(rules)) > 1  # the rule did move; the width did not
+    # fit starts afresh: the width follows the rule again.
+    assert model.fit(rng.standard_normal((400, 20)) * 5).n_components_ == model.n_components_rule_
+
+
+def test_drift_flags_shifted_rows_not_in_distribution_ones(rng):
+    model = PCA(3).fit(_spiked(rng, 20000))
+    before = dict(vars(model))
+    model.transform(_spiked(rng, 5000))
+    assert vars(model).keys() == before.keys()  # transform changes nothing (scikit-learn's contract)
+    model.measure_drift(_spiked(rng, 5000))
+    assert model.drift_["score"] == "reconstruction error"
+    assert 0.005 < model.drift_["fraction"] < 0.02 and not model.drift_["refit_advised"]
+    shifted = _spiked(rng, 5000, shift=2.0)
+    model.measure_drift(shifted)
+    assert model.drift_["fraction"] > 0.9 and model.drift_["refit_advised"]
+    # The lazy path measures the same rows the same way.
+    lazy = model.measure_drift(da.from_array(shifted, chunks=700))
+    assert lazy["beyond"] == model.drift_["beyond"]
+    # A small batch with one far row is not flagged (binomial test).
+    few = _spiked(rng, 20)
+    few[0, -1] += 50
+    model.measure_drift(few)
+    assert model.drift_["beyond"] >= 1 and not model.drift_["refit_advised"]
+
+
+def test_drift_threshold_is_the_99th_percentile_of_training_residuals(rng):
+    model = PCA(3).fit(_spiked(rng, 20000))
+    model.measure_drift(_spiked(rng, 10))
+    X = _spiked(rng, 40000)
+    centred = X - model.mean_
+    q = (centred**2).sum(1) - (model.transform(X) ** 2).sum(1)
+    assert np.quantile(q, 0.99) == pytest.approx(model.drift_["threshold"], rel=0.03)
+
+
+def test_partial_fit_records_drift_history_and_it_survives_save_and_load(rng, tmp_path):
+    model = PCA(3, svd_solver="covariance").partial_fit(_spiked(rng, 5000))
+    assert not hasattr(model, "drift_history_")  # nothing to compare the first batch with
+    model.partial_fit(_spiked(rng, 2000)).partial_fit(_spiked(rng, 2000, shift=3.0))
+    flags = [r["refit_advised"] for r in model.drift_history_]
+    assert flags == [False, True]
+    model.save(str(tmp_path / "m"))
+    loaded = bigdr.load(str(tmp_path / "m"))
+    assert loaded.drift_history_ == model.drift_history_
+    X = _spiked(rng, 500)
+    np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
+    assert model.fit(_spiked(rng, 1000)) and not hasattr(model, "drift_history_")  # a refit starts afresh
+
+
+def test_drift_without_discarded_variance_uses_hotelling(rng):
+    X = _spiked(rng, 5000, p=4)
+    model = PCA(4).fit(X)
+    model.measure_drift(_spiked(rng, 4000, p=4))
+    assert model.drift_["score"] == "Hotelling T^2" and not model.drift_["refit_advised"]
+    model.measure_drift(_spiked(rng, 1000, p=4) * 3)
+    assert model.drift_["refit_advised"]

@@ -56,9 +56,18 @@ def _fitted_items(model: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
             arrays[name] = value
         elif isinstance(value, (numbers.Number, str, bool, np.generic)) or value is None:
             scalars[name] = value.item() if isinstance(value, np.generic) else value
+        elif isinstance(value, (dict, list)) and _is_json(value):  # reports such as drift_
+            scalars[name] = value
         else:
             raise TypeError(f"Cannot persist attribute {name!r} of type {type(value).__name__}.")
     return arrays, scalars
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        return json.loads(json.dumps(value, allow_nan=True)) == value
+    except (TypeError, ValueError):
+        return False
 
 
 def _as_key(key: str | bytes) -> bytes:
