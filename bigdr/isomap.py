@@ -37,16 +37,27 @@ import scipy.sparse as sp
 
 from ._compute import compute
 from ._random import LANDMARK_STREAM, resolve_seed
-from ._validation import check_choice, check_int, check_real
+from ._validation import check_choice, check_int, check_n_features, check_real
 from .base import ExtensionEstimator, wants_numpy
 from .core.dimension import grown_sample, intrinsic_dimension, warn_if_sparse
-from .core.triangulation import Triangulation, attach_geodesics, landmark_mds, triangulate, triangulate_distances
+from .core.drift import empirical_threshold
+from .core.triangulation import (
+    Triangulation,
+    aligned,
+    attach_geodesics,
+    landmark_mds,
+    residual_variance,
+    rigid_alignment,
+    triangulate,
+    triangulate_distances,
+)
 from .exceptions import DisconnectedGraphWarning
 from .extension import Extension
-from .graph.knn import KNNGraph, knn_graph
-from .graph.landmarks import SAMPLE_CHUNK_BYTES, maxmin, uniform_sample
-from .graph.neighbors import NeighborIndex, check_method, check_metric
-from .graph.sparse import check_policy, landmark_geodesics, radius_graph, resolve_components, to_csr
+from .graph.knn import knn_graph
+from .graph.landmarks import SAMPLE_CHUNK_BYTES, keys_of, maxmin, row_keys, uniform_sample
+from .graph.neighbors import NeighborIndex, check_method, check_metric, nearest_other
+from .graph.sparse import check_policy, csr_from_lists, landmark_geodesics, radius_graph, resolve_components
+from .graph.update import relax_geodesics, reservoir, update_knn
 from .io import as_array, from_numpy
 from .memory import MemoryEstimate, Part, check_memory, streaming
 
@@ -73,6 +84,8 @@ GEODESIC_COPIES = 2
 RADIUS_DEGREE = 32
 #: Sample of reference rows on which the residual variance is estimated.
 RESIDUAL_SAMPLE = 1_000
+#: Reference rows over which an update's Procrustes alignment is fitted.
+ALIGN_ROWS = 20_000
 #: Radius mode: rows are attached through their reference rows within the
 #: radius among this many nearest.
 RADIUS_ATTACH = 32
@@ -97,29 +110,17 @@ class GeodesicExtension(Extension):
         self.radius = radius
 
     def embed_piece(self, rows: np.ndarray) -> np.ndarray:
+        return self.score_piece(rows)[0]
+
+    def score_piece(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # The drift score, the distance to the nearest reference row, comes with the same query.
         ind, dist = self.index.query_block(rows, self.k)
+        nearest = dist[:, 0].copy()
         if self.radius is not None:  # keep the nearest always, the rest within the radius
             dist = dist.copy()
             dist[:, 1:][dist[:, 1:] > self.radius] = np.inf
         g = attach_geodesics(ind, dist, self.geodesics)
-        return triangulate(g.astype(np.float64) ** 2, self.tri)
-
-
-def residual_variance(geodesics: np.ndarray, row_embedding: np.ndarray, landmark_embedding: np.ndarray) -> np.ndarray:
-    """``1 - R^2`` between geodesic and embedding distances, for 1..d dimensions (Tenenbaum et al. 2000).
-
-    ``geodesics`` is (rows x landmarks); pairs with an infinite geodesic are skipped.
-    """
-    from scipy.spatial.distance import cdist
-
-    ok = np.isfinite(geodesics)
-    g = geodesics[ok].astype(np.float64)
-    out = np.empty(row_embedding.shape[1])
-    for d in range(1, row_embedding.shape[1] + 1):
-        e = cdist(row_embedding[:, :d], landmark_embedding[:, :d])[ok]
-        r = np.corrcoef(g, e)[0, 1] if g.size > 1 and e.std() > 0 and g.std() > 0 else 0.0
-        out[d - 1] = 1.0 - r**2
-    return out
+        return triangulate(g.astype(np.float64) ** 2, self.tri), nearest
 
 
 # -- the estimator ----------------------------------------------------------------
@@ -312,6 +313,8 @@ class Isomap(ExtensionEstimator):
 
     def _fit(self, X: Any) -> da.Array:
         self._check_params()
+        for stale in ("graph_indices_", "graph_distances_", "embedding_"):
+            self.__dict__.pop(stale, None)
         Xd = as_array(X, name="X")
         n, p = Xd.shape
         mode, n_ref = self._plan(n)
@@ -358,9 +361,13 @@ class Isomap(ExtensionEstimator):
         self.eigenvalues_ = tri.spectrum.values
         self.negative_mass_ = tri.spectrum.negative_mass
         self._ext = GeodesicExtension(index, G, tri, self._attach_k(len(ref)), self.radius)
+        self.n_samples_seen_ = n
+        self.reference_cap_ = self._cap(mode, len(ref) - (0 if given is None else len(given)), n)
+        self._reset_drift()
+        self.drift_threshold_ = empirical_threshold(dist[:, 0] if dist is not None else nearest_other(index, ref))
 
         ref_embedding = triangulate_distances(G, tri)
-        self._set_residual_variance(G, ref_embedding, landmarks, eligible)
+        self._set_residual_variance(G, tri, landmarks, eligible)
         if mode == "sampled":
             Y = self._extend(X)
             if wants_numpy(X):
@@ -418,12 +425,16 @@ class Isomap(ExtensionEstimator):
     ) -> tuple[np.ndarray, sp.csr_matrix, np.ndarray | None]:
         """The reference rows (a sample or all rows, plus given landmarks) and their graph."""
         if mode == "sampled":
-            ref, _ = uniform_sample(X, n_ref, self.seed_)  # reads X in its own chunks
+            ref, rows = uniform_sample(X, n_ref, self.seed_)  # reads X in its own chunks
+            keys = keys_of(rows, self.seed_)
         else:
             (ref,) = compute(Xd)
+            keys = row_keys(0, len(ref), self.seed_)
         ref = np.ascontiguousarray(ref)
         if given is not None:
             ref = np.vstack([ref, given.astype(ref.dtype)])
+            keys = np.concatenate([keys, np.full(len(given), -np.inf)])  # not data rows; always kept
+        self.reference_keys_ = keys
         graph, dist = self._graph(ref)
         return ref, graph, dist
 
@@ -436,9 +447,8 @@ class Isomap(ExtensionEstimator):
             raise ValueError(f"n_neighbors={k} must be less than the {len(ref)} rows of the graph.")
         graph = knn_graph(ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_)
         ind, dist = compute(graph.indices, graph.distances)
-        chunks = graph.indices.chunks[0]
-        graph = KNNGraph(from_numpy(ind, chunks), from_numpy(dist, chunks), graph.metric, graph.method)
-        return to_csr(graph, "union", "distance"), dist
+        self.graph_indices_, self.graph_distances_ = ind, dist  # the state partial_fit updates
+        return csr_from_lists(ind, dist, "union", "distance"), dist
 
     def _choose_landmarks(
         self, ref: np.ndarray, eligible: np.ndarray, mode: str, given: np.ndarray | None
@@ -458,13 +468,94 @@ class Isomap(ExtensionEstimator):
         first = int(rng.integers(len(candidates)))
         return candidates[maxmin(ref[candidates], m, first=first)]
 
-    def _set_residual_variance(
-        self, G: np.ndarray, ref_embedding: np.ndarray, landmarks: np.ndarray, eligible: np.ndarray
-    ) -> None:
+    def _set_residual_variance(self, G: np.ndarray, tri: Triangulation, landmarks: np.ndarray, eligible: np.ndarray):
         rng = np.random.default_rng([self.seed_, LANDMARK_STREAM, 1])
         candidates = np.flatnonzero(eligible)
         rows = np.sort(rng.choice(candidates, size=min(RESIDUAL_SAMPLE, len(candidates)), replace=False))
-        self.residual_variance_ = residual_variance(G[rows], ref_embedding[rows], ref_embedding[landmarks])
+        embed = triangulate_distances
+        self.residual_variance_ = residual_variance(G[rows], embed(G[rows], tri), embed(G[landmarks], tri))
+
+    def _cap(self, mode: str, n_ref: int, n: int) -> int | None:
+        """Most data rows the reference set keeps as rows arrive (None: all)."""
+        gs = self.graph_sample
+        if gs is None:
+            return None
+        if isinstance(gs, str):  # "auto": the sample a fit drew, or all rows up to GRAPH_ALL_MAX
+            return n_ref if mode == "sampled" else max(GRAPH_ALL_MAX, n_ref)
+        return int(gs)
+
+    # -- updates -------------------------------------------------------------------
+    def partial_fit(self, X: Any, y: Any = None) -> Isomap:
+        """Learn from new rows without refitting (an unfitted model is fitted on them).
+
+        The batch's drift is measured first (``drift_``, ``drift_history_``).
+        Rows the reservoir keeps join the reference set, the neighbour lists
+        and the landmark geodesics are updated locally
+        (:mod:`bigdr.graph.update`), the landmark MDS is solved again and
+        aligned to the previous one by orthogonal Procrustes over the kept
+        reference rows (see ``docs/isomap.md``, "Updates").
+        """
+        if not self.__sklearn_is_fitted__():
+            return self.fit(X)
+        if self.radius is not None or not hasattr(self, "graph_indices_"):
+            raise ValueError("partial_fit needs a kNN graph (n_neighbors); refit a radius-graph Isomap on all rows.")
+        Xd = as_array(X, name="X", min_rows=1)
+        check_n_features(Xd.shape[1], self.n_features_in_, "Isomap")
+        n_b = Xd.shape[0]
+        keys = row_keys(self.n_samples_seen_, self.n_samples_seen_ + n_b, self.seed_)
+        protected = np.zeros(len(self.reference_rows_), dtype=bool)
+        protected[self.landmark_indices_] = True
+        keep, enter = reservoir(self.reference_keys_, protected, keys, self.reference_cap_)
+        _, beyond = self.embed_with_drift(Xd)
+        take = np.flatnonzero(enter)
+        count, entering = compute(beyond, Xd if len(take) == n_b else Xd[take])
+        self._updated_state(keep, np.asarray(entering), np.concatenate([self.reference_keys_[keep], keys[take]]))
+        self.record_drift(n_b, int(count), update=True)
+        self.n_samples_seen_ += n_b
+        n_data = int(np.isfinite(self.reference_keys_).sum())
+        self.mode_ = "sampled" if n_data < self.n_samples_seen_ else "landmark"
+        self.__dict__.pop("embedding_", None)  # the fit's rows are placed by transform from now on
+        return self
+
+    def _updated_state(self, keep: np.ndarray, entering: np.ndarray, keys: np.ndarray) -> None:
+        """Compute the updated graph, geodesics and triangulation, then set them all (nothing set on error)."""
+        upd = update_knn(
+            self.reference_rows_, self.graph_indices_, self.graph_distances_, keep, entering,
+            self.metric, self.neighbor_method,
+        )  # fmt: skip
+        graph, eligible, found = resolve_components(
+            csr_from_lists(upd.indices, upd.distances, "union", "distance"),
+            self.on_disconnected,
+            points=upd.rows,
+            metric=self.metric,
+            allowed=ON_DISCONNECTED,
+            stacklevel=4,
+        )
+        landmarks = upd.old_position[self.landmark_indices_]
+        old_G = self.geodesics_[keep]
+        G = np.vstack([old_G, np.full((len(entering), old_G.shape[1]), np.inf, dtype=old_G.dtype)])
+        relax_geodesics(graph, G, upd.changed)
+        sq = G[landmarks].astype(np.float64) ** 2
+        tri = landmark_mds((sq + sq.T) / 2, self.n_components, self.seed_)
+        rng = np.random.default_rng([self.seed_, LANDMARK_STREAM, 3])
+        kept = np.flatnonzero(keep)
+        sample = np.sort(rng.choice(len(kept), size=min(ALIGN_ROWS, len(kept)), replace=False))
+        before = triangulate_distances(old_G[sample], Triangulation(self.triangulation_, self.landmark_sq_mean_, None))
+        R, t = rigid_alignment(triangulate_distances(G[sample], tri), before)
+        tri = aligned(tri, R, t)
+        assert tri.spectrum is not None
+        self.reference_rows_, self.reference_keys_ = upd.rows, keys
+        self.graph_indices_, self.graph_distances_ = upd.indices, upd.distances
+        self.geodesics_, self.landmark_indices_, self.n_components_found_ = G, landmarks, found
+        self.triangulation_, self.landmark_sq_mean_ = tri.pinv, tri.mean_sq
+        self.eigenvalues_, self.negative_mass_ = tri.spectrum.values, tri.spectrum.negative_mass
+        self.intrinsic_dimension_ = intrinsic_dimension(upd.distances)
+        self.drift_threshold_ = empirical_threshold(upd.distances[:, 0])
+        self._ext = GeodesicExtension(upd.index, G, tri, self._attach_k(len(upd.rows)), self.radius)
+        self._set_residual_variance(G, tri, landmarks, eligible)
+
+    def _drift_rule(self) -> tuple[float, str]:
+        return self.drift_threshold_, "nearest-reference distance"
 
     # -- new rows ----------------------------------------------------------------
     def _make_extension(self) -> GeodesicExtension:

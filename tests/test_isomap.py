@@ -162,3 +162,85 @@ def test_distributed_cluster_gives_the_same_embedding(cluster_client, roll5k):
     np.testing.assert_allclose(remote.geodesics_, local.geodesics_)
     np.testing.assert_allclose(Y_remote, Y_local, atol=1e-9)
     assert np.isfinite(lm.embedding_).all()
+
+
+# -- partial_fit ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def roll6k():
+    X, _ = make_swiss_roll(6000, noise=0.05, seed=0)
+    return np.asarray(X.compute())
+
+
+def _updated(X, first, cuts, **kw):
+    params = dict(n_components=2, n_neighbors=10, landmarks=64, graph_sample=None) | kw
+    model = Isomap(**params).fit(X[:first])
+    for batch in np.split(X[first:], cuts):
+        model.partial_fit(batch)
+    return model
+
+
+def test_partial_fit_in_batches_agrees_with_a_fit_on_all_rows(roll6k):
+    full = Isomap(2, n_neighbors=10, landmarks=64, graph_sample=None).fit(roll6k)
+    inc = _updated(roll6k, 3000, [1000, 2000])
+    assert inc.n_samples_seen_ == 6000 and len(inc.reference_rows_) == 6000 and inc.mode_ == "landmark"
+    assert procrustes(full.transform(roll6k), inc.transform(roll6k))[2] < 1e-3
+    other = _updated(roll6k, 3000, [100, 1700, 1701, 2900])  # another batching, a one-row batch
+    assert procrustes(inc.transform(roll6k), other.transform(roll6k))[2] < 1e-4
+    np.testing.assert_array_equal(np.sort(inc.reference_keys_), np.sort(other.reference_keys_))
+    assert len(inc.drift_history_) == 3 and not any(r["refit_advised"] for r in inc.drift_history_)
+
+
+def test_an_update_moves_earlier_rows_little(roll6k):
+    model = Isomap(2, n_neighbors=10, landmarks=64, graph_sample=None).fit(roll6k[:4000])
+    before = model.transform(roll6k[:4000])
+    model.partial_fit(roll6k[4000:4400])
+    after = model.transform(roll6k[:4000])
+    # Aligned (no Procrustes here): the coordinates themselves stay put.
+    assert np.abs(after - before).max() < 0.02 * np.ptp(before, axis=0).max()
+
+
+def test_reservoir_keeps_the_sample_a_fit_would_draw(roll6k):
+    model = _updated(roll6k, 2000, [1500, 3000], graph_sample=1500)
+    assert model.mode_ == "sampled" and model.reference_cap_ == 1500
+    from bigdr.graph.landmarks import row_keys
+
+    keys = row_keys(0, 6000, model.seed_)
+    landmark_keys = model.reference_keys_[model.landmark_indices_]
+    free = np.setdiff1d(keys, landmark_keys)
+    expected = np.union1d(landmark_keys, np.sort(free)[:1500])
+    np.testing.assert_array_equal(np.sort(model.reference_keys_), expected)
+    order = np.argsort(keys)
+    rows = order[np.searchsorted(keys[order], model.reference_keys_)]  # the global row of each reference row
+    np.testing.assert_array_equal(model.reference_rows_, roll6k[rows])
+
+
+def test_updated_model_saves_loads_and_goes_on(roll6k, tmp_path):
+    model = _updated(roll6k, 3000, [1000])
+    model.save(str(tmp_path / "m"))
+    loaded = load(str(tmp_path / "m"))
+    np.testing.assert_array_equal(loaded.transform(roll6k[:500]), model.transform(roll6k[:500]))
+    assert loaded.drift_history_ == model.drift_history_
+    model.partial_fit(roll6k[4000:5000])
+    loaded.partial_fit(roll6k[4000:5000])
+    np.testing.assert_allclose(loaded.transform(roll6k[:500]), model.transform(roll6k[:500]), atol=1e-9)
+
+
+def test_partial_fit_drift_and_bad_batches(roll6k):
+    model = Isomap(2, n_neighbors=10, landmarks=64, graph_sample=None).fit(roll6k[:3000])
+    model.partial_fit(da.from_array(roll6k[3000:4000], chunks=300))
+    assert not model.drift_["refit_advised"]
+    state = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(model).items()}
+    with pytest.raises(ValueError, match="features"):
+        model.partial_fit(roll6k[:10, :2])
+    bad = roll6k[4000:4100].copy()
+    bad[5, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN|finite"):
+        model.partial_fit(bad)
+    for k, v in state.items():  # nothing changed
+        assert np.array_equal(vars(model)[k], v) if isinstance(v, np.ndarray) else vars(model)[k] == v
+    shifted = roll6k[4000:4500] + np.array([0.0, 40.0, 0.0])  # beside the roll, outside the trained range
+    report = model.measure_drift(shifted)
+    assert report["refit_advised"] and report["score"] == "nearest-reference distance"
+    assert Isomap(2, n_neighbors=10).partial_fit(roll6k[:1000]).n_samples_seen_ == 1000  # unfitted: fit
+    with pytest.raises(ValueError, match="kNN graph"):
+        Isomap(2, n_neighbors=None, radius=3.0).fit(roll6k[:1000]).partial_fit(roll6k[1000:1100])

@@ -111,3 +111,48 @@ def attach_geodesics(ind: np.ndarray, dist: np.ndarray, geodesics: np.ndarray) -
     for j in range(ind.shape[1]):
         np.minimum(g, dist[:, j, None] + geodesics[ind[:, j]], out=g)
     return g
+
+
+def rigid_alignment(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rotation (or reflection) ``R`` and translation ``t`` minimising ``|source R + t - target|_F``.
+
+    Orthogonal Procrustes (Schoenemann 1966) on the centred points, no
+    scaling: ``U S V^T = svd(source_c^T target_c)``, ``R = U V^T``,
+    ``t = mean(target) - mean(source) R``. Rows with NaN are ignored.
+    """
+    ok = np.isfinite(source).all(axis=1) & np.isfinite(target).all(axis=1)
+    a, b = np.asarray(source[ok], dtype=np.float64), np.asarray(target[ok], dtype=np.float64)
+    ma, mb = a.mean(axis=0), b.mean(axis=0)
+    U, _, Vt = np.linalg.svd((a - ma).T @ (b - mb))
+    R = U @ Vt
+    return R, mb - ma @ R
+
+
+def aligned(tri: Triangulation, R: np.ndarray, t: np.ndarray) -> Triangulation:
+    """The triangulation whose output is ``y R + t`` for the ``y`` of ``tri``.
+
+    ``y = -1/2 (delta - mu) P`` becomes ``-1/2 (delta - mu') P R`` with
+    ``mu' = mu + 2 t R^T P^+`` (``P^+`` the pseudo-inverse of ``P``), so a
+    stored model needs no extra state: rotation and shift fold into the
+    triangulation's two arrays.
+    """
+    pinv = tri.pinv @ R
+    shift = 2.0 * (t @ R.T) @ np.linalg.pinv(tri.pinv)
+    return Triangulation(pinv, tri.mean_sq + shift, tri.spectrum)
+
+
+def residual_variance(geodesics: np.ndarray, row_embedding: np.ndarray, landmark_embedding: np.ndarray) -> np.ndarray:
+    """``1 - R^2`` between geodesic and embedding distances, for 1..d dimensions (Tenenbaum et al. 2000).
+
+    ``geodesics`` is (rows x landmarks); pairs with an infinite geodesic are skipped.
+    """
+    from scipy.spatial.distance import cdist
+
+    ok = np.isfinite(geodesics)
+    g = geodesics[ok].astype(np.float64)
+    out = np.empty(row_embedding.shape[1])
+    for d in range(1, row_embedding.shape[1] + 1):
+        e = cdist(row_embedding[:, :d], landmark_embedding[:, :d])[ok]
+        r = np.corrcoef(g, e)[0, 1] if g.size > 1 and e.std() > 0 and g.std() > 0 else 0.0
+        out[d - 1] = 1.0 - r**2
+    return out

@@ -59,6 +59,17 @@ def row_keys(start: int, stop: int, seed: int) -> np.ndarray:
     return out
 
 
+def keys_of(indices: np.ndarray, seed: int) -> np.ndarray:
+    """The keys of rows given by global index, in any order (as :func:`row_keys`)."""
+    indices = np.asarray(indices, dtype=np.int64)
+    out = np.empty(len(indices))
+    blocks = indices // KEY_BLOCK
+    for b in np.unique(blocks):
+        at = blocks == b
+        out[at] = block_rng(seed, int(b), KEY_SALT).random(KEY_BLOCK)[indices[at] - b * KEY_BLOCK]
+    return out
+
+
 def _smallest(sample: _Sample, m: int) -> _Sample:
     if len(sample.keys) > m:
         keep = np.argpartition(sample.keys, m - 1)[:m]

@@ -329,6 +329,12 @@ def drop_self(ind: np.ndarray, dist: np.ndarray, rows: np.ndarray) -> tuple[np.n
     return ind[keep].reshape(n, k1 - 1), dist[keep].reshape(n, k1 - 1)
 
 
+def nearest_other(index: NeighborIndex, rows: np.ndarray) -> np.ndarray:
+    """Each of the index's own reference ``rows``' distance to its nearest other reference row."""
+    ind, dist = index.query_block(rows, 2)
+    return drop_self(ind, dist, np.arange(len(rows)))[1][:, 0]
+
+
 def blockwise_query(Xd: da.Array, index: NeighborIndex, k: int, exclude_self: bool) -> tuple[da.Array, da.Array]:
     """Lazy (indices, distances) of every row block of ``Xd`` against ``index``."""
     if len(Xd.chunks[1]) != 1:

@@ -51,7 +51,13 @@ def to_csr(graph: KNNGraph, symmetrize: str | None = "union", weight: str = "dis
         raise ValueError(f"symmetrize must be 'union', 'mutual' or None; got {symmetrize!r}.")
     if weight not in ("distance", "connectivity"):
         raise ValueError(f"weight must be 'distance' or 'connectivity'; got {weight!r}.")
-    ind, dist = graph.compute()
+    return csr_from_lists(*graph.compute(), symmetrize, weight)
+
+
+def csr_from_lists(
+    ind: np.ndarray, dist: np.ndarray, symmetrize: str | None = "union", weight: str = "distance"
+) -> sp.csr_matrix:
+    """:func:`to_csr` of neighbour lists already in memory."""
     n, k = ind.shape
     values = np.ones(n * k, dtype=np.float32) if weight == "connectivity" else np.maximum(dist.ravel(), TINY)
     A = sp.csr_matrix((values, (np.repeat(np.arange(n), k), ind.ravel())), shape=(n, n))
