@@ -142,9 +142,14 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         both = self._embed_and_score(X)
         return both[:, :-1], (both[:, -1] > rule[0]).sum()
 
-    def record_drift(self, n_rows: int, n_beyond: int, update: bool = False) -> dict[str, Any]:
-        """Set ``drift_`` from counts (see :func:`bigdr.core.drift.drift_report`); updates join ``drift_history_``."""
-        rule = self._drift_rule()
+    def record_drift(
+        self, n_rows: int, n_beyond: int, update: bool = False, rule: tuple[float, str] | None = None
+    ) -> dict[str, Any]:
+        """Set ``drift_`` from counts (see :func:`bigdr.core.drift.drift_report`); updates join ``drift_history_``.
+
+        ``rule``: the threshold the count was taken against (default: the model's current one).
+        """
+        rule = rule or self._drift_rule()
         if rule is None:
             raise ValueError(f"{type(self).__name__} has no drift measure.")
         report = drift_report(n_rows, n_beyond, *rule)

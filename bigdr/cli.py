@@ -201,6 +201,105 @@ def _cmd_fit_transform(args) -> int:
     return 0
 
 
+def _load_model(path: str, key_file: str | None):
+    from .persist import load
+
+    return load(path, key=_read_key(key_file))
+
+
+def _print_drift(model, n_rows: int, beyond) -> None:
+    if beyond is None:
+        return
+    from .core.drift import describe_drift, drift_report
+
+    if not isinstance(beyond, (int, float)) and hasattr(beyond, "compute"):  # resumed: not computed with the rows
+        beyond = beyond.compute()
+    print("  " + describe_drift(drift_report(n_rows, int(beyond), *model._drift_rule())))
+
+
+def _cmd_transform(args) -> int:
+    from .io import append_zarr, check_growable, check_output, write_zarr
+
+    model = _load_model(args.model, args.model_key_file)
+    inputs = [_input_file(args.input), args.model]
+    if args.append and Path(args.output).exists():
+        check_growable(args.output, inputs)
+    else:
+        check_output(args.output, "store", overwrite=args.overwrite, inputs=inputs)
+    X = model.read_input(args.input, args.dataset)
+    t0 = time.perf_counter()
+    Y, beyond = model.embed_with_drift(X)
+    also = {"beyond": beyond} if beyond is not None else None
+    if args.append and Path(args.output).exists():
+        append_zarr(Y, args.output, resume=args.resume, source=f"{args.input} (bigdr transform with {args.model})",
+                    also=also)  # fmt: skip
+        done = "appended to"
+    else:
+        attrs = {"model": str(args.model), "class": type(model).__name__, "input": str(args.input)}
+        write_zarr(Y, args.output, attrs=attrs, overwrite=args.overwrite, resume=args.resume, also=also)
+        done = "written to"
+    print(
+        f"{X.shape[0]} rows embedded with {model.describe()}; {done} {args.output} in {time.perf_counter() - t0:.1f} s"
+    )
+    _print_drift(model, X.shape[0], also["beyond"] if also else None)
+    return 0
+
+
+def _cmd_update(args) -> int:
+    from .io import append_zarr, check_growable
+    from .io.model import stage_model
+    from .io.outputs import publish, remove
+
+    key = _read_key(args.model_key_file)
+    model = _load_model(args.model, args.model_key_file)
+    inputs = [_input_file(args.new_rows), args.model]
+    if args.embedding:
+        check_growable(args.embedding, inputs)
+    if args.policy == "refresh" and not hasattr(model, "partial_fit"):
+        raise ValueError(f"{type(model).__name__} cannot learn from new rows; use --policy freeze (place them only).")
+    import zarr
+
+    if "hmac_sha256" in zarr.open(args.model, mode="r").attrs and key is None and args.policy == "refresh":
+        raise ValueError("The model is signed; give --model-key-file to check it and sign the updated model.")
+    X = model.read_input(args.new_rows, args.dataset)
+    t0 = time.perf_counter()
+    if args.policy == "refresh":
+        model.partial_fit(X)
+        t_learn = time.perf_counter() - t0
+        report = getattr(model, "drift_", None)
+        Y, beyond = model.transform(X), None
+    else:
+        t_learn = 0.0
+        report = None
+        Y, beyond = model.embed_with_drift(X)
+    also = {"beyond": beyond} if beyond is not None else None
+    staged = stage_model(model, Path(args.model), key=key) if args.policy == "refresh" else None
+    try:
+        if args.embedding:
+            source = f"{args.new_rows} (bigdr update of {args.model}, {args.policy})"
+            append_zarr(Y, args.embedding, resume=args.resume, source=source, also=also)
+        if staged is not None:
+            publish(staged, Path(args.model), overwrite=True)  # the old model is replaced only now, atomically
+    finally:
+        if staged is not None and staged.exists():
+            remove(staged)
+    what = "learnt by" if args.policy == "refresh" else "placed by (frozen)"
+    n_seen = getattr(model, "n_samples_seen_", None)
+    print(
+        f"{X.shape[0]} rows {what} {model.describe()} in {t_learn:.1f} s"
+        + (f"; {n_seen} rows seen" if n_seen is not None and args.policy == "refresh" else "")
+        + (f"; embedding appended to {args.embedding}" if args.embedding else "")
+        + f" ({time.perf_counter() - t0:.1f} s in all)"
+    )
+    if report is not None:
+        from .core.drift import describe_drift
+
+        print("  " + describe_drift(report))
+    else:
+        _print_drift(model, X.shape[0], also["beyond"] if also else None)
+    return 0
+
+
 def _describe_array(name: str, a) -> str:
     return f"{name}: shape {tuple(a.shape)}, dtype {a.dtype}, chunks {tuple(a.chunks) if a.chunks else None}"
 
@@ -240,11 +339,14 @@ def _cmd_info(args) -> int:
             f"{signed})"
         )
         print(f"  params: {json.dumps(attrs['params'])}")
-        for name in ("n_components_", "n_features_in_", "n_samples_seen_", "svd_solver_"):
+        for name in ("n_components_", "n_features_in_", "n_samples_seen_", "svd_solver_", "mode_"):
             if hasattr(model, name):
                 print(f"  {name} = {getattr(model, name)}")
+        if hasattr(model, "reference_rows_"):
+            print(f"  reference rows: {len(model.reference_rows_)} (cap {getattr(model, 'reference_cap_', None)})")
         if hasattr(model, "explained_variance_ratio_"):
             print(f"  explained_variance_ratio_ = {[round(float(v), 4) for v in model.explained_variance_ratio_]}")
+        _print_history(model)
         return 0
     fmt = node.metadata.zarr_format
     if isinstance(node, zarr.Array):
@@ -257,6 +359,19 @@ def _cmd_info(args) -> int:
     if attrs:
         print(f"  attributes: {json.dumps(attrs, default=str)}")
     return 0
+
+
+def _print_history(model) -> None:
+    from .core.drift import describe_drift
+
+    history = getattr(model, "drift_history_", None) or []
+    if history:
+        flagged = sum(r["refit_advised"] for r in history)
+        print(f"  updates: {len(history)} recorded, {flagged} with refit advised; the last:")
+        for r in history[-5:]:
+            print(f"    {r['time']}: {describe_drift(r)}")
+    elif hasattr(model, "drift_"):
+        print("  last drift measured: " + describe_drift(model.drift_))
 
 
 def _cmd_demo(args) -> int:
@@ -288,7 +403,14 @@ def _cmd_demo(args) -> int:
     return 0
 
 
-COMMANDS = {"generate": _cmd_generate, "fit-transform": _cmd_fit_transform, "info": _cmd_info, "demo": _cmd_demo}
+COMMANDS = {
+    "generate": _cmd_generate,
+    "fit-transform": _cmd_fit_transform,
+    "transform": _cmd_transform,
+    "update": _cmd_update,
+    "info": _cmd_info,
+    "demo": _cmd_demo,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -104,6 +104,17 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _model_input(p: argparse.ArgumentParser) -> None:
+    """Options of the commands that apply a saved model to rows (transform, update)."""
+    p.add_argument("--dataset", default=None, help="array of a zarr group or HDF5 file to read")
+    p.add_argument(
+        "--model-key-file", default=None, metavar="FILE", help="check the model's signature (update: and re-sign it)"
+    )
+    p.add_argument("--resume", action="store_true", help="finish an interrupted write or append of the same command")
+    p.add_argument("--allow-missing-chunks", action="store_true", help="accept absent chunk files in the input")
+    _common(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bigdr", description="Dimensionality reduction for data larger than memory.")
     parser.add_argument("--version", action="version", version=f"bigdr {__version__}")
@@ -239,6 +250,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue an interrupted run of the same command: write only the missing blocks",
     )
     _common(f)
+
+    t = sub.add_parser(
+        "transform",
+        help="embed rows with a saved model",
+        description="Embed the rows of INPUT with a saved model (no learning) into a new store, or append "
+        "them to an embedding store bigdr wrote; prints the rows' drift from the training data.",
+    )
+    t.add_argument("model", help="a model saved by --save-model or model.save()")
+    t.add_argument("input", help="rows to embed: zarr store, .npy or HDF5 (file.h5:/dataset)")
+    t.add_argument("output", help="destination store (a new directory, or with --append an existing one)")
+    t.add_argument("--append", action="store_true", help="append to OUTPUT when it exists (atomically)")
+    t.add_argument("--overwrite", action="store_true", help="replace an output store that bigdr wrote")
+    _model_input(t)
+
+    u = sub.add_parser(
+        "update",
+        help="update a saved model with new rows",
+        description="Learn from NEW_ROWS (--policy refresh, the default: the model is updated by partial_fit, "
+        "written anew and swapped in atomically) or only place them (--policy freeze: the model is unchanged), "
+        "and append their coordinates to an embedding store.",
+    )
+    u.add_argument("model", help="a model saved by --save-model or model.save(); replaced by the updated one")
+    u.add_argument("new_rows", metavar="NEW_ROWS", help="rows to add: zarr store, .npy or HDF5")
+    u.add_argument("--embedding", default=None, metavar="STORE", help="embedding store to append the rows to")
+    u.add_argument(
+        "--policy",
+        choices=["refresh", "freeze"],
+        default="refresh",
+        help="refresh: learn from the rows (default); freeze: keep the model, only place the rows",
+    )
+    _model_input(u)
 
     i = sub.add_parser(
         "info",

@@ -509,8 +509,9 @@ class Isomap(ExtensionEstimator):
         _, beyond = self.embed_with_drift(Xd)
         take = np.flatnonzero(enter)
         count, entering = compute(beyond, Xd if len(take) == n_b else Xd[take])
+        rule = self._drift_rule()  # the count was taken against the model as it was
         self._updated_state(keep, np.asarray(entering), np.concatenate([self.reference_keys_[keep], keys[take]]))
-        self.record_drift(n_b, int(count), update=True)
+        self.record_drift(n_b, int(count), update=True, rule=rule)
         self.n_samples_seen_ += n_b
         n_data = int(np.isfinite(self.reference_keys_).sum())
         self.mode_ = "sampled" if n_data < self.n_samples_seen_ else "landmark"

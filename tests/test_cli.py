@@ -274,3 +274,75 @@ def test_demo_and_help_via_the_installed_entry_point(tmp_path):
     for cmd in ([], ["generate"], ["fit-transform"], ["info"], ["demo"]):
         helped = subprocess.run([sys.executable, "-m", "bigdr.cli", *cmd, "--help"], capture_output=True, text=True)
         assert helped.returncode == 0 and "usage: bigdr" in helped.stdout
+
+
+# -- transform, update, info of updated models ---------------------------------------------
+@pytest.fixture()
+def rolls(tmp_path):
+    base, new, shifted = tmp_path / "roll.zarr", tmp_path / "new.zarr", tmp_path / "shifted.npy"
+    assert main(["generate", "swiss-roll", str(base), "-n", "8000", "--noise", "0.05", "--seed", "1"]) == 0
+    assert main(["generate", "swiss-roll", str(new), "-n", "2000", "--noise", "0.05", "--seed", "2"]) == 0
+    np.save(shifted, zarr.open(str(new), mode="r")["X"][:500] + [0.0, 40.0, 0.0])
+    model = tmp_path / "m.zarr"
+    argv = ["fit-transform", str(base), str(tmp_path / "emb.zarr"), "--method", "isomap", "--landmarks", "64"]
+    assert main([*argv, "--save-model", str(model)]) == 0
+    return base, new, shifted, model, tmp_path / "emb.zarr"
+
+
+def test_transform_command_equals_model_transform_and_appends(rolls, tmp_path, capsys):
+    _, new, shifted, model, _ = rolls
+    out = tmp_path / "t.zarr"
+    capsys.readouterr()
+    assert main(["transform", str(model), str(new), str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "2000 rows embedded" in text and "in distribution" in text
+    X = zarr.open(str(new), mode="r")["X"][:]
+    expected = bigdr.load(str(model)).transform(X)
+    np.testing.assert_allclose(zarr.open(str(out), mode="r")[:], expected, atol=1e-12)
+    assert main(["transform", str(model), str(shifted), str(out), "--append"]) == 0
+    assert "refit advised" in capsys.readouterr().out
+    store = zarr.open(str(out), mode="r")
+    assert store.shape == (2500, 2) and store.attrs["bigdr_appends"][0]["rows"] == [2000, 2500]
+    np.testing.assert_allclose(store[:2000], expected, atol=1e-12)
+
+
+def test_update_refresh_equals_partial_fit_and_freeze_leaves_the_model(rolls, capsys):
+    _, new, shifted, model, emb = rolls
+    X = zarr.open(str(new), mode="r")["X"][:]
+    in_memory = bigdr.load(str(model)).partial_fit(X)
+    assert main(["update", str(model), str(new), "--embedding", str(emb)]) == 0
+    assert "2000 rows learnt" in capsys.readouterr().out
+    updated = bigdr.load(str(model))
+    assert updated.n_samples_seen_ == 10000 and len(updated.drift_history_) == 1
+    np.testing.assert_allclose(updated.transform(X[:300]), in_memory.transform(X[:300]), atol=1e-9)
+    store = zarr.open(str(emb), mode="r")
+    assert store.shape == (10000, 2)
+    np.testing.assert_allclose(store[8000:], in_memory.transform(X), atol=1e-9)
+    before = {p.name: p.stat().st_mtime_ns for p in model.rglob("*")}
+    assert main(["update", str(model), str(shifted), "--embedding", str(emb), "--policy", "freeze"]) == 0
+    assert "refit advised" in capsys.readouterr().out
+    assert {p.name: p.stat().st_mtime_ns for p in model.rglob("*")} == before  # the model is untouched
+    assert zarr.open(str(emb), mode="r").shape == (10500, 2)
+    assert main(["info", str(model)]) == 0
+    text = capsys.readouterr().out
+    assert "n_samples_seen_ = 10000" in text and "updates: 1 recorded" in text
+
+
+def test_update_refuses_bad_rows_and_foreign_stores_changing_nothing(rolls, tmp_path, capsys):
+    base, _, _, model, emb = rolls
+    narrow = tmp_path / "narrow.npy"
+    np.save(narrow, np.zeros((10, 2)))
+    foreign = tmp_path / "mine.zarr"
+    zarr.create_array(str(foreign), shape=(5, 2), dtype="float64")
+    snapshot = {p: p.read_bytes() for p in [*model.rglob("*"), *emb.rglob("*")] if p.is_file()}
+    for argv, message in [
+        (["update", str(model), str(narrow), "--embedding", str(emb)], "features"),
+        (["update", str(model), str(base), "--embedding", str(foreign)], "not written by bigdr"),
+        (["update", str(model), str(base), "--embedding", str(base)], "is the input"),
+        (["transform", str(model), str(base), str(foreign), "--append"], "not written by bigdr"),
+    ]:
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("bigdr: error:") and message in err and len(err.strip().splitlines()) == 1
+    assert {p: p.read_bytes() for p in snapshot} == snapshot
+    assert not list(tmp_path.glob(".*"))  # nothing staged is left behind

@@ -3,7 +3,7 @@
 (:mod:`bigdr.io.write`) and sparse CSR stores (:mod:`bigdr.io.sparse`)."""
 
 from .append import append_zarr, staging_path
-from .outputs import check_output, describe_os_error, publish, temporary_sibling, written_by_bigdr
+from .outputs import check_growable, check_output, describe_os_error, publish, temporary_sibling, written_by_bigdr
 from .read import (
     DEFAULT_CHUNK_BYTES,
     as_array,
@@ -22,6 +22,7 @@ __all__ = [
     "DONE_DIR",
     "append_zarr",
     "as_array",
+    "check_growable",
     "check_output",
     "describe_os_error",
     "chunk_budget",

@@ -30,8 +30,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from .._compute import compute
-from .blocks import DONE_DIR, json_safe, store_together
+from .blocks import DONE_DIR, compute_also, json_safe, store_together
 from .outputs import remove
 from .read import as_array, source_paths
 
@@ -110,15 +109,16 @@ def _prepare(name: str, node: Any, X: Any) -> da.Array:
     return Xd
 
 
-def _fingerprint(path: Path, n_old: int, prepared: dict[str, da.Array]) -> str:
+def _fingerprint(path: Path, n_old: int, prepared: dict[str, da.Array], source: str | None) -> str:
     import hashlib
 
-    # Content, not the dask graph's name: a resumed append builds a new graph for the same rows.
-    h = hashlib.sha256(json.dumps([str(path.resolve()), n_old], sort_keys=True).encode())
+    # Not the dask graph's name: a resumed append builds a new graph for the same rows. A
+    # named source identifies them; otherwise the batch's first and last rows do.
+    h = hashlib.sha256(json.dumps([str(path.resolve()), n_old, source], sort_keys=True).encode())
     for k in sorted(prepared):
         a = prepared[k]
         h.update(json.dumps([k, list(a.shape), str(a.dtype)]).encode())
-        if a.shape[0]:
+        if a.shape[0] and source is None:
             ends = da.concatenate([a[:1], a[-1:]]).compute()
             h.update(np.ascontiguousarray(ends).tobytes())
     return h.hexdigest()
@@ -193,6 +193,7 @@ def append_zarr(
     dataset: str | None = None,
     resume: bool = False,
     source: str | None = None,
+    also: dict[str, Any] | None = None,
 ) -> Path:
     """Append rows to an existing zarr store (format 2 or 3), atomically and resumably.
 
@@ -211,7 +212,11 @@ def append_zarr(
         Without it, a stale staging array is discarded and the append starts again.
     source : str, optional
         What the rows are, for the provenance record (default: the input's
-        path, or the kind of array).
+        path, or the kind of array). A resumed append must give the same
+        source; without one, the batch's first and last rows identify it.
+    also : dict of name -> lazy value, optional
+        Computed in the same pass as the rows (a statistic of the same
+        graph); each value is replaced by its result.
 
     Returns
     -------
@@ -248,7 +253,7 @@ def append_zarr(
     n_old = int(next(iter(nodes.values())).shape[0])
     n_new = n_old + n_add
     stage = staging_path(final)
-    fingerprint = _fingerprint(final, n_old, prepared)
+    fingerprint = _fingerprint(final, n_old, prepared, source)
     if stage.exists():
         mine = (stage / "fingerprint").exists() and (stage / "fingerprint").read_text() == fingerprint
         if resume and not mine:
@@ -275,7 +280,7 @@ def append_zarr(
             (stage / "record.json").write_text(json.dumps(record))
         record = json.loads((stage / "record.json").read_text())  # a resumed append keeps its first record
         if not (stage / _MOVING).exists():
-            _stage_chunks(final, nodes, prepared, stage, n_old, n_new)
+            _stage_chunks(final, nodes, prepared, stage, n_old, n_new, also)
             (stage / _MOVING).touch()
         for name in nodes:
             staged = stage / (name or "array")
@@ -299,7 +304,13 @@ def append_zarr(
 
 
 def _stage_chunks(
-    final: Path, nodes: dict[str, Any], prepared: dict[str, da.Array], stage: Path, n_old: int, n_new: int
+    final: Path,
+    nodes: dict[str, Any],
+    prepared: dict[str, da.Array],
+    stage: Path,
+    n_old: int,
+    n_new: int,
+    also: dict[str, Any] | None = None,
 ) -> None:
     """Write the chunks an append touches into staging arrays (resumable block by block)."""
     import zarr
@@ -325,4 +336,4 @@ def _stage_chunks(
     done_dir = stage / DONE_DIR
     done_dir.mkdir(exist_ok=True)
     done = {int(f.name) for f in done_dir.iterdir() if f.name.isdigit()}
-    compute(store_together(sources, targets, done_dir, done, offset=int(first or 0)))
+    compute_also(store_together(sources, targets, done_dir, done, offset=int(first or 0)), also)

@@ -89,3 +89,13 @@ def store_together(
             return da.zeros(1)
         written = da.concatenate([written.blocks[b] for b in missing])
     return written.sum()
+
+
+def compute_also(graph: Any, also: dict[str, Any] | None) -> None:
+    """Compute ``graph`` and the values of ``also`` in one pass; ``also``'s values become their results."""
+    from .._compute import compute
+
+    names = list(also or {})
+    results = compute(graph, *(also[n] for n in names)) if also else compute(graph)
+    for name, value in zip(names, results[1:]):
+        also[name] = value  # type: ignore[index]

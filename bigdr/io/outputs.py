@@ -24,7 +24,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 #: What an output is: a zarr store of arrays, a saved model, a PNG figure.
@@ -201,6 +201,24 @@ def check_output(
     if not parent.is_dir():
         raise NotADirectoryError(f"cannot write {final}: {final.parent} is not a directory.")
     _probe(parent, final)
+    return final
+
+
+def check_growable(path: str | os.PathLike, inputs: Sequence[str | os.PathLike] = ()) -> Path:
+    """An existing store to be grown in place (appended to): bigdr's own, and no input's.
+
+    Appending changes a store, so it is allowed only on stores bigdr wrote
+    (the same rule as replacing one) that do not overlap an input.
+    """
+    final = _real(path)
+    if not final.exists():
+        raise FileNotFoundError(f"No store at {str(path)!r} to append to; write it first.")
+    if not written_by_bigdr(final, "store"):
+        raise ValueError(f"{str(path)!r} was not written by bigdr; bigdr appends only to stores it wrote.")
+    for other in inputs:
+        how = _overlap(final, _real(other))
+        if how:
+            raise ValueError(f"The store {str(path)!r} {how} the input {str(other)!r}; append to another store.")
     return final
 
 

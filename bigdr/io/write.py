@@ -16,7 +16,7 @@ import dask.array as da
 import numpy as np
 
 from .._version import __version__
-from .blocks import DONE_DIR, json_safe, store_together
+from .blocks import DONE_DIR, compute_also, json_safe, store_together
 from .outputs import check_output, publish
 from .read import source_paths
 
@@ -47,6 +47,7 @@ def write_zarr(
     chunk_rows: int | None = None,
     resume: bool = False,
     append: bool = False,
+    also: dict[str, Any] | None = None,
 ) -> Path:
     """Write one array, or a group of named arrays, to a zarr (v3) store atomically and resumably.
 
@@ -84,6 +85,9 @@ def write_zarr(
         When ``path`` exists, add the rows to it instead
         (:func:`bigdr.io.append.append_zarr`: atomic, resumable, recorded in
         the store's ``bigdr_appends`` attribute); otherwise write it as new.
+    also : dict of name -> lazy value, optional
+        Computed in the same pass as the store (a statistic of the same
+        graph, such as a drift count); each value is replaced by its result.
 
     Returns
     -------
@@ -92,12 +96,10 @@ def write_zarr(
     """
     import zarr
 
-    from .._compute import compute as _compute
-
     if append and Path(path).exists():
         from .append import append_zarr
 
-        return append_zarr(arrays, path, resume=resume)
+        return append_zarr(arrays, path, resume=resume, also=also)
     single = not isinstance(arrays, dict)
     items = {"": arrays} if single else dict(arrays)
     inputs = [p for a in items.values() for p in source_paths(a)]
@@ -155,7 +157,7 @@ def write_zarr(
         with zarr.config.set({"array.write_empty_chunks": True}):  # kept by the array objects sent to workers
             node: Any = zarr.open(str(tmp), mode="r+")
             targets = [node] if single else [node[key] for key in prepared]
-        _compute(store_together(list(prepared.values()), targets, tmp / DONE_DIR, done))
+        compute_also(store_together(list(prepared.values()), targets, tmp / DONE_DIR, done), also)
         shutil.rmtree(tmp / DONE_DIR)
         publish(tmp, final, overwrite)
     except BaseException as exc:
