@@ -23,15 +23,25 @@ import numpy as np
 
 from ._compute import compute
 from ._random import resolve_seed
-from ._validation import check_choice, check_int
+from ._validation import check_choice, check_int, check_n_features
 from .base import BigdrEstimator, ExtensionEstimator, chunk_bytes_of, wants_numpy
 from .core.distances import check_distance_metric, pairwise_distances
+from .core.drift import empirical_threshold
 from .core.eigen import DENSE_EIGH_MAX, Eigenpairs, flip_signs, randomized_eigh, top_eigh
-from .core.triangulation import TRIANGULATE_ROWS, Triangulation, double_centre, landmark_mds, triangulate
+from .core.triangulation import (
+    TRIANGULATE_ROWS,
+    Triangulation,
+    aligned,
+    double_centre,
+    landmark_mds,
+    rigid_alignment,
+    triangulate,
+)
 from .exceptions import ConvergenceWarning, NonEuclideanWarning
 from .extension import Extension
 from .graph.landmarks import SAMPLE_CHUNK_BYTES as LANDMARK_CHUNK_BYTES
-from .graph.landmarks import select_landmarks
+from .graph.landmarks import keys_of, row_keys, select_landmarks
+from .graph.update import reservoir
 from .io import as_array, from_numpy
 from .linalg import double_centred_operator
 from .memory import Part, streaming
@@ -327,6 +337,17 @@ class ClassicalMDS(BigdrEstimator):
 
 
 # -- landmark MDS ----------------------------------------------------------------
+def _nearest_other_threshold(landmark_sq: np.ndarray) -> float:
+    """The drift threshold of landmark MDS: the 99th percentile of each landmark's distance to its nearest other.
+
+    The landmarks are a uniform sample, so a new row from the training
+    distribution sees them as a landmark sees the others.
+    """
+    d = np.sqrt(np.maximum(np.asarray(landmark_sq, dtype=np.float64), 0))
+    np.fill_diagonal(d, np.inf)
+    return empirical_threshold(d.min(axis=1))
+
+
 class LandmarkExtension(Extension):
     """Landmarks, metric and triangulation: what a worker needs to place rows."""
 
@@ -338,8 +359,12 @@ class LandmarkExtension(Extension):
         self.tri = tri
 
     def embed_piece(self, rows: np.ndarray) -> np.ndarray:
+        return self.score_piece(rows)[0]
+
+    def score_piece(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # The drift score, the distance to the nearest landmark, from the same distances.
         d = pairwise_distances(rows, self.landmarks, self.metric, self.metric_params)
-        return triangulate(d**2, self.tri)
+        return triangulate(d**2, self.tri), d.min(axis=1)
 
 
 class LandmarkMDS(ExtensionEstimator):
@@ -444,6 +469,9 @@ class LandmarkMDS(ExtensionEstimator):
         self.spectrum_complete_ = tri.spectrum.complete
         self._ext = None
         self.landmark_embedding_ = triangulate(sq, tri)
+        self.n_samples_seen_ = int(Xd.shape[0])
+        self._reset_drift()
+        self.drift_threshold_ = _nearest_other_threshold(sq)
         if wants_numpy(X):
             self.embedding_ = self.transform(X)
         return self
@@ -460,6 +488,60 @@ class LandmarkMDS(ExtensionEstimator):
             # distances, their squares and the product of a piece of rows, per thread
             "place": streaming(PLACE_COPIES * piece * m * 8 + piece * p * 8, 1, "rows being placed", "place"),
         }
+
+    def partial_fit(self, X: Any, y: Any = None) -> LandmarkMDS:
+        """Learn from new rows: the landmarks stay a uniform sample of every row seen.
+
+        Every row has a key fixed by ``random_state`` and its global row
+        number; the landmarks are the ``n_landmarks`` rows of smallest key
+        (:func:`bigdr.graph.update.reservoir`), which is the sample ``fit``
+        draws, so the landmark set equals a fit's on all the rows whatever the
+        batching. When landmarks change, the m x m landmark MDS is solved again
+        and aligned (orthogonal Procrustes, :func:`bigdr.core.triangulation.rigid_alignment`)
+        to the previous model's coordinates of the new landmarks. The drift of
+        the batch (distance to the nearest landmark) is measured first. An
+        unfitted model is fitted on the batch. Needs ``landmark_method="random"``
+        (max-min landmarks are not a sample).
+        """
+        if not self.__sklearn_is_fitted__():
+            return self.fit(X)
+        if self.landmark_method != "random":
+            raise ValueError("partial_fit keeps the landmarks a uniform sample: it needs landmark_method='random'.")
+        Xd = as_array(X, name="X", min_rows=1)
+        check_n_features(Xd.shape[1], self.n_features_in_, "LandmarkMDS")
+        n_b, start = Xd.shape[0], self.n_samples_seen_
+        keys = row_keys(start, start + n_b, self.seed_)
+        old_keys = keys_of(self.landmark_indices_, self.seed_)
+        keep, enter = reservoir(old_keys, np.zeros(len(old_keys), dtype=bool), keys, self.n_landmarks_)
+        _, beyond = self.embed_with_drift(Xd)
+        take = np.flatnonzero(enter)
+        count, entering = compute(beyond, Xd[take])
+        rule = self._drift_rule()
+        if len(take):
+            rows = np.vstack([self.landmarks_[keep], np.asarray(entering, dtype=self.landmarks_.dtype)])
+            idx = np.concatenate([self.landmark_indices_[keep], start + take])
+            order = np.argsort(np.concatenate([old_keys[keep], keys[take]]), kind="stable")  # a fit's order
+            rows, idx = rows[order], idx[order]
+            sq = pairwise_distances(rows, rows, self.metric, self.metric_params) ** 2
+            sq = (sq + sq.T) / 2
+            tri = landmark_mds(sq, self.n_components, self.seed_)
+            R, t = rigid_alignment(triangulate(sq, tri), self._extension().embed_block(rows))
+            tri = aligned(tri, R, t)
+            assert tri.spectrum is not None
+            self.landmarks_, self.landmark_indices_ = rows, idx
+            self.triangulation_, self.landmark_sq_mean_ = tri.pinv, tri.mean_sq
+            self.eigenvalues_, self.negative_mass_ = tri.spectrum.values, tri.spectrum.negative_mass
+            self.spectrum_complete_ = tri.spectrum.complete
+            self.landmark_embedding_ = triangulate(sq, tri)
+            self.drift_threshold_ = _nearest_other_threshold(sq)
+            self._ext = None
+        self.record_drift(n_b, int(count), update=True, rule=rule)
+        self.n_samples_seen_ = start + n_b
+        self.__dict__.pop("embedding_", None)
+        return self
+
+    def _drift_rule(self) -> tuple[float, str]:
+        return self.drift_threshold_, "nearest-landmark distance"
 
     def _make_extension(self) -> LandmarkExtension:
         tri = Triangulation(self.triangulation_, self.landmark_sq_mean_, None)

@@ -62,12 +62,15 @@ class NystromExtension(Extension):
         scale: np.ndarray,
         reference: np.ndarray,
         metric: Any,
+        rotation: np.ndarray | None = None,
+        offset: np.ndarray | None = None,
     ) -> None:
         self.index, self.W, self.k, self.k_query = index, W, k, k_query
         self.radius, self.q = radius, q
         self.kernel, self.epsilon, self.self_loops, self.alpha = kernel, epsilon, self_loops, alpha
         self.kind, self.phi, self.mu, self.scale = kind, phi, mu, scale
         self.reference, self.metric = reference, metric
+        self.rotation, self.offset = rotation, offset  # the alignment of partial_fit: y R + t
         self.widest = float(radius.max()) if len(radius) else 0.0
         super().__init__(phi.shape[1], EXTEND_ROWS)
 
@@ -116,7 +119,12 @@ class NystromExtension(Extension):
             return dist[:, 0] / self.radius[ind[:, 0]]
 
     def embed_piece(self, rows: np.ndarray) -> np.ndarray:
+        return self.score_piece(rows)[0]
+
+    def score_piece(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # The drift score, the distance to the nearest reference row, comes with the candidates.
         ind, dist = self.candidates(rows)
+        nearest = dist[:, 0].copy()
         w, is_self = new_row_weights(
             ind, dist.astype(np.float64), self.k, self.radius, self.kernel, self.epsilon, self.self_loops
         )
@@ -149,7 +157,10 @@ class NystromExtension(Extension):
                 ExtrapolationWarning,
                 stacklevel=2,
             )
-        return y * self.scale
+        y = y * self.scale
+        if self.rotation is not None:
+            y = y @ self.rotation + self.offset
+        return y, nearest
 
 
 def ratio_block(block: np.ndarray, extension: NystromExtension) -> np.ndarray:

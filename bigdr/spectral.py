@@ -40,14 +40,17 @@ from ._random import resolve_seed
 from ._validation import check_int, check_n_features, check_real
 from .base import ExtensionEstimator, wants_numpy
 from .core.dimension import grown_sample, intrinsic_dimension, warn_if_sparse
+from .core.drift import empirical_threshold
 from .core.eigen import flip_signs, smallest_eigh
+from .core.triangulation import rigid_alignment
 from .exceptions import DisconnectedGraphWarning
 from .graph.affinity import KERNELS, affinity, auto_epsilon, check_alpha
 from .graph.knn import knn_graph
-from .graph.landmarks import SAMPLE_CHUNK_BYTES, select_landmarks
+from .graph.landmarks import SAMPLE_CHUNK_BYTES, keys_of, row_keys, select_landmarks
 from .graph.neighbors import NeighborIndex, check_method, check_metric
 from .graph.operators import normalise, symmetric_operator
 from .graph.sparse import check_policy, resolve_components
+from .graph.update import reservoir, update_knn
 from .io import as_array, from_numpy
 from .memory import MemoryEstimate, Part, check_memory, streaming
 from .nystrom import EXTEND_ROWS, NystromExtension, ratio_block
@@ -65,6 +68,8 @@ LANDMARKS_MAX = 1_000_000
 EDGE_BYTES = 80
 ROW_COPIES = 3
 EIGEN_COPIES = 12
+#: Kept reference rows over which an update's Procrustes alignment is fitted.
+ALIGN_ROWS = 20_000
 #: What the spectral methods can do with a disconnected graph (:func:`bigdr.graph.sparse.resolve_components`).
 ON_DISCONNECTED = ("warn", "raise")
 
@@ -126,16 +131,15 @@ class _SpectralBase(ExtensionEstimator):
             if lm != "auto":
                 raise ValueError(f"landmarks must be 'auto', None or an int; got {lm!r}.")
             lm = None if n <= ALL_ROWS_MAX else AUTO_LANDMARKS
-        if lm is None:
-            (ref,) = compute(Xd)
-            return np.ascontiguousarray(ref), "all-rows"
-        if isinstance(lm, bool) or not isinstance(lm, (int, np.integer)) or not 2 <= lm <= n:
+        if lm is not None and (isinstance(lm, bool) or not isinstance(lm, (int, np.integer)) or not 2 <= lm <= n):
             raise ValueError(f"landmarks must be between 2 and the number of rows ({n}); got {lm!r}.")
-        if lm >= n:
+        if lm is None or lm >= n:
             (ref,) = compute(Xd)
+            self.reference_keys_ = row_keys(0, n, self.seed_)
             return np.ascontiguousarray(ref), "all-rows"
         # From X itself: for a store, the sampling pass then reads its own (smaller) chunks.
-        rows, _ = select_landmarks(X, int(lm), "random", self.seed_)
+        rows, idx = select_landmarks(X, int(lm), "random", self.seed_)
+        self.reference_keys_ = keys_of(idx, self.seed_)
         return np.ascontiguousarray(rows), "landmarks"
 
     def _fit(self, X: Any) -> da.Array:
@@ -166,46 +170,19 @@ class _SpectralBase(ExtensionEstimator):
             if n_ref < Xd.shape[0]:
                 warn_if_sparse(self.intrinsic_dimension_, k, n_ref, f"{n_ref} landmarks", "landmarks", 4)
         eps = auto_epsilon(dist) if isinstance(self.epsilon, str) else float(self.epsilon)
-        aff = affinity(ind, dist, self._kernel, eps, self._self_loops)
-        _, _, self.n_graph_components_ = resolve_components(
-            aff.W, self.on_disconnected, hint="n_neighbors (or epsilon)", allowed=ON_DISCONNECTED, stacklevel=4
-        )
-        op = symmetric_operator(aff.W, self._kind, alpha)
-        L, q = op.L, op.q
-        eig = smallest_eigh(L, d + 1, self.eigen_solver, self.seed_, op.null_vector)
-        mu, U = eig.values, eig.vectors
-        scale_l = float(abs(L).sum(axis=1).max())
-        self.n_unit_eigenvalues_ = int(np.sum(mu < 1e-9 * scale_l))
-        if self.n_unit_eigenvalues_ > 1:
-            warnings.warn(
-                f"{self.n_unit_eigenvalues_} eigenvalues of the Markov matrix equal 1 (the kernel graph "
-                f"is disconnected); the leading coordinates indicate components, not geometry.",
-                DisconnectedGraphWarning,
-                stacklevel=3,
-            )
-        phi = U if op.d is None else U / np.sqrt(op.d)[:, None]
-        phi = flip_signs(phi[:, 1:])
-        mu = mu[1:]
-        scale = self._scale(mu)
-        d_root = np.sqrt(op.d) if op.d is not None else np.ones(n_ref)
-        reference_embedding = (phi * d_root[:, None] if self._kind == "symmetric" else phi) * scale
-
-        self.mode_ = mode
-        self.epsilon_ = eps
-        # transform depends on these fitted values only, never on parameters changed after fit
         self.n_neighbors_, self.alpha_, self.kernel_, self.operator_ = k, alpha, self._kernel, self._kind
-        self.scale_ = scale
         self.neighbor_method_, self.metric_ = self.neighbor_method, self.metric
+        self.epsilon_ = eps
+        reference_embedding = self._solve(ind, dist)
+        self.mode_ = mode
         self.n_features_in_ = int(Xd.shape[1])
         self.reference_rows_ = ref
-        self.eigenvectors_ = phi
-        self.laplacian_eigenvalues_ = mu
-        self.neighbor_radius_ = aff.radius
-        self.degrees_ = q
-        self.max_degree_ = aff.max_degree
-        W = aff.W.tocsr()
-        W.sort_indices()
-        self.affinity_data_, self.affinity_indices_, self.affinity_indptr_ = W.data, W.indices, W.indptr
+        self.n_samples_seen_ = int(Xd.shape[0])
+        lm = self.landmarks
+        self.reference_cap_ = n_ref if mode == "landmarks" else (None if lm is None else max(ALL_ROWS_MAX, n_ref))
+        self.rotation_, self.offset_ = np.eye(d), np.zeros(d)
+        self._reset_drift()
+        self.drift_threshold_ = empirical_threshold(dist[:, 0])
         self._ext = None
         if mode == "all-rows":
             if wants_numpy(X):
@@ -215,6 +192,115 @@ class _SpectralBase(ExtensionEstimator):
         if wants_numpy(X):
             (self.embedding_,) = compute(Y)
         return Y
+
+    def _solve(self, ind: np.ndarray, dist: np.ndarray, warm: np.ndarray | None = None) -> np.ndarray:
+        """Kernel, operator and eigenpairs of the reference graph (fitted attributes set); its embedding.
+
+        ``warm``: the previous eigenvectors (``phi``, n_ref x d) as LOBPCG's start (``partial_fit``).
+        """
+        d = self.n_components
+        aff = affinity(ind, dist, self.kernel_, self.epsilon_, self._self_loops)
+        _, _, self.n_graph_components_ = resolve_components(
+            aff.W, self.on_disconnected, hint="n_neighbors (or epsilon)", allowed=ON_DISCONNECTED, stacklevel=5
+        )
+        op = symmetric_operator(aff.W, self.operator_, self.alpha_)
+        L, q = op.L, op.q
+        initial = None
+        if warm is not None:
+            initial = np.column_stack([np.ones(len(warm)), warm * (np.sqrt(op.d)[:, None] if op.d is not None else 1)])
+        eig = smallest_eigh(L, d + 1, self.eigen_solver, self.seed_, op.null_vector, initial=initial)
+        mu, U = eig.values, eig.vectors
+        scale_l = float(abs(L).sum(axis=1).max())
+        self.n_unit_eigenvalues_ = int(np.sum(mu < 1e-9 * scale_l))
+        if self.n_unit_eigenvalues_ > 1:
+            warnings.warn(
+                f"{self.n_unit_eigenvalues_} eigenvalues of the Markov matrix equal 1 (the kernel graph "
+                f"is disconnected); the leading coordinates indicate components, not geometry.",
+                DisconnectedGraphWarning,
+                stacklevel=4,
+            )
+        phi = U if op.d is None else U / np.sqrt(op.d)[:, None]
+        phi = flip_signs(phi[:, 1:])
+        mu = mu[1:]
+        scale = self._scale(mu)
+        d_root = np.sqrt(op.d) if op.d is not None else np.ones(len(ind))
+        # transform depends on fitted values only, never on parameters changed after fit
+        self.scale_ = scale
+        self.eigenvectors_ = phi
+        self.laplacian_eigenvalues_ = mu
+        self.neighbor_radius_ = aff.radius
+        self.degrees_ = q
+        self.max_degree_ = aff.max_degree
+        self.graph_indices_, self.graph_distances_ = ind, dist.astype(np.float32)
+        W = aff.W.tocsr()
+        W.sort_indices()
+        self.affinity_data_, self.affinity_indices_, self.affinity_indptr_ = W.data, W.indices, W.indptr
+        self._ext = None
+        return (phi * d_root[:, None] if self.operator_ == "symmetric" else phi) * scale
+
+    def partial_fit(self, X: Any, y: Any = None):
+        """Learn from new rows without refitting (an unfitted model is fitted on them).
+
+        The batch's drift (distance to the nearest reference row) is measured
+        first. Rows the reservoir keeps join the reference set (the
+        ``reference_cap_`` rows of smallest key among all rows seen, the
+        sample ``fit`` draws; :func:`bigdr.graph.update.reservoir`), the
+        neighbour lists change locally (:func:`bigdr.graph.update.update_knn`),
+        ``epsilon="auto"`` is re-estimated on the new lists (a given epsilon is
+        kept), the kernel is formed again, and the eigenproblem is
+        solved again with LOBPCG started from the previous eigenvectors
+        (entering rows start at the mean of their kept neighbours). The new
+        embedding is aligned to the previous one by orthogonal Procrustes
+        (rotation or reflection and shift, ``rotation_`` and ``offset_``)
+        fitted on up to 20,000 kept reference rows.
+        """
+        if not self.__sklearn_is_fitted__():
+            return self.fit(X)
+        if not hasattr(self, "graph_indices_"):
+            raise ValueError("This model was saved without its neighbour graph (bigdr < 0.2); refit it to update.")
+        Xd = as_array(X, name="X", min_rows=1)
+        check_n_features(Xd.shape[1], self.n_features_in_, type(self).__name__)
+        n_b, start = Xd.shape[0], self.n_samples_seen_
+        keys = row_keys(start, start + n_b, self.seed_)
+        keep, enter = reservoir(
+            self.reference_keys_, np.zeros(len(self.reference_keys_), bool), keys, self.reference_cap_
+        )
+        _, beyond = self.embed_with_drift(Xd)
+        take = np.flatnonzero(enter)
+        count, entering = compute(beyond, Xd[take])
+        rule = self._drift_rule()
+        kept = np.flatnonzero(keep)
+        sample = np.random.default_rng([self.seed_, 4]).choice(len(kept), min(ALIGN_ROWS, len(kept)), replace=False)
+        before = self._extension().embed_block(self.reference_rows_[kept[sample]])
+        upd = update_knn(self.reference_rows_, self.graph_indices_, self.graph_distances_, keep,
+                         np.asarray(entering), self.metric_, self.neighbor_method_)  # fmt: skip
+        warm = np.zeros((len(upd.rows), self.n_components))
+        warm[: len(kept)] = self.eigenvectors_[kept]
+        new = upd.indices[len(kept) :]
+        known = new < len(kept)
+        warm[len(kept) :] = (warm[new] * known[..., None]).sum(1) / np.maximum(known.sum(1), 1)[:, None]
+        state = dict(vars(self))
+        dist = upd.distances.astype(np.float64)
+        try:
+            if isinstance(self.epsilon, str):  # "auto": the fit's rule on the new reference set
+                self.epsilon_ = auto_epsilon(dist)
+            raw = self._solve(upd.indices, dist, warm)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(state)  # a refused update leaves the model as it was
+            raise
+        self.rotation_, self.offset_ = rigid_alignment(raw[sample], before)
+        self.reference_rows_, self.reference_keys_ = upd.rows, np.concatenate([self.reference_keys_[keep], keys[take]])
+        self.drift_threshold_ = empirical_threshold(upd.distances[:, 0])
+        self.intrinsic_dimension_ = intrinsic_dimension(upd.distances)
+        self.record_drift(n_b, int(count), update=True, rule=rule)
+        self.n_samples_seen_ = start + n_b
+        self.mode_ = "landmarks" if len(upd.rows) < self.n_samples_seen_ else "all-rows"
+        self.__dict__.pop("embedding_", None)
+        return self
+
+    def _drift_rule(self) -> tuple[float, str]:
+        return self.drift_threshold_, "nearest-reference distance"
 
     def _fitted(self, name: str, fallback: Any) -> Any:
         # Models saved by bigdr 0.2 lack the fitted copies; their parameters are the fitted ones.
@@ -243,6 +329,8 @@ class _SpectralBase(ExtensionEstimator):
             self._fitted("scale_", lambda: self._scale(self.laplacian_eigenvalues_)),
             self.reference_rows_,
             metric,
+            self.__dict__.get("rotation_"),
+            self.__dict__.get("offset_"),
         )
 
     def distance_ratio(self, X: Any) -> np.ndarray | da.Array:

@@ -191,3 +191,28 @@ def test_extension_tasks_hold_one_piece_each(points):
     Y = extend_blockwise(X, ext, 6)
     assert max(Y.chunks[0]) == 64 and Y.numblocks[0] == -(-1200 // 64)
     np.testing.assert_allclose(Y.compute()[:400], est.transform(points), atol=1e-10)
+
+
+def test_landmark_mds_partial_fit_keeps_the_landmarks_a_fit_would_draw(tmp_path):
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((6000, 5)) * [5, 3, 1, 0.5, 0.2]
+    full = bigdr.LandmarkMDS(2, n_landmarks=200).fit(X)
+    inc = bigdr.LandmarkMDS(2, n_landmarks=200).fit(X[:1000])
+    for batch in np.split(X[1000:], [1, 2000, 3500]):
+        inc.partial_fit(batch)
+    np.testing.assert_array_equal(inc.landmark_indices_, full.landmark_indices_)
+    np.testing.assert_array_equal(inc.landmarks_, full.landmarks_)
+    assert inc.n_samples_seen_ == 6000 and len(inc.drift_history_) == 4
+    assert procrustes(inc.transform(X), full.transform(X))[2] < 1e-10
+    # Aligned, not only similar: a batch that changes few landmarks moves earlier rows little.
+    before = inc.transform(X[:500])
+    inc.partial_fit(rng.standard_normal((600, 5)) * [5, 3, 1, 0.5, 0.2])
+    assert np.abs(inc.transform(X[:500]) - before).max() < 0.05 * np.ptp(before)
+    inc.save(str(tmp_path / "m"))
+    loaded = bigdr.load(str(tmp_path / "m"))
+    np.testing.assert_array_equal(loaded.transform(X[:50]), inc.transform(X[:50]))
+    report = inc.measure_drift(rng.standard_normal((500, 5)) * [5, 3, 1, 0.5, 0.2] + [0, 0, 0, 0, 6])
+    assert report["refit_advised"] and report["score"] == "nearest-landmark distance"
+    assert not inc.drift_history_[-1]["refit_advised"]
+    with pytest.raises(ValueError, match="random"):
+        bigdr.LandmarkMDS(2, n_landmarks=50, landmark_method="maxmin").fit(X[:500]).partial_fit(X[500:600])

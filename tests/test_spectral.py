@@ -189,3 +189,57 @@ def test_distributed_cluster_gives_the_same_embedding(cluster_client, roll):
         Y_remote = remote.fit_transform(Xd).compute()
     np.testing.assert_allclose(remote.eigenvalues_, local.eigenvalues_, atol=1e-12)
     np.testing.assert_allclose(Y_remote, Y_local, atol=1e-10)
+
+
+# -- partial_fit ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def roll8k():
+    from bigdr.datasets import make_swiss_roll
+
+    X, _ = make_swiss_roll(8000, noise=0.05, seed=5)
+    return np.asarray(X.compute())
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: DiffusionMap(2, landmarks=2500, eigen_solver="amg"),
+        lambda: DiffusionMap(2, landmarks=None, eigen_solver="amg"),
+        lambda: SpectralEmbedding(2, landmarks=None, eigen_solver="amg"),
+    ],
+    ids=["diffusion-landmarks", "diffusion-all-rows", "eigenmaps-all-rows"],
+)
+def test_partial_fit_agrees_with_a_fit_on_the_same_reference_set(roll8k, make):
+    full = make().fit(roll8k)
+    inc = make().fit(roll8k[:4000])
+    for batch in np.split(roll8k[4000:], [1500, 1501]):  # a one-row batch too
+        inc.partial_fit(batch)
+    assert inc.n_samples_seen_ == 8000 and len(inc.drift_history_) == 3
+    full_keys = np.sort(full.reference_keys_)
+    np.testing.assert_array_equal(np.sort(inc.reference_keys_), full_keys)
+    assert procrustes(inc.transform(roll8k), full.transform(roll8k))[2] < 1e-3
+
+
+def test_partial_fit_aligns_saves_and_flags_drift(roll8k, tmp_path):
+    model = DiffusionMap(2, landmarks=None, eigen_solver="amg").fit(roll8k[:5000])
+    before = model.transform(roll8k[:2000])
+    model.partial_fit(roll8k[5000:5500])
+    after = model.transform(roll8k[:2000])
+    assert np.abs(after - before).max() < 0.05 * np.ptp(before)  # aligned: earlier rows stay put
+    model.save(str(tmp_path / "m"))
+    loaded = load(str(tmp_path / "m"))
+    np.testing.assert_allclose(loaded.transform(roll8k[:300]), model.transform(roll8k[:300]), atol=1e-12)
+    assert not model.drift_["refit_advised"]
+    state = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(model).items() if k != "_ext"}
+    with pytest.raises(ValueError, match="features"):
+        model.partial_fit(roll8k[:5, :2])
+    assert all(
+        np.array_equal(vars(model)[k], v) if isinstance(v, np.ndarray) else vars(model)[k] == v
+        for k, v in state.items()
+    )
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # far rows also warn that they are extrapolated
+        report = model.measure_drift(roll8k[:500] + np.array([0.0, 40.0, 0.0]))
+    assert report["refit_advised"] and report["score"] == "nearest-reference distance"

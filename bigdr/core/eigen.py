@@ -175,6 +175,7 @@ def smallest_eigh(
     known: np.ndarray | None = None,
     tol: float = 1e-6,
     maxiter: int = 500,
+    initial: np.ndarray | None = None,
 ) -> Eigenpairs:
     """The ``k`` smallest eigenpairs of a sparse symmetric positive semi-definite matrix, ascending.
 
@@ -186,8 +187,10 @@ def smallest_eigh(
     scikit-learn's ``eigen_solver="amg"``: iteration counts barely grow with
     n, where Lanczos needs ever more as the spectral gap near 0 shrinks.
     ``known`` is an exact null vector, used as the first start vector of the
-    iterative solvers. A :class:`bigdr.exceptions.ConvergenceWarning` names
-    the residual when LOBPCG stops unconverged.
+    iterative solvers. ``initial`` (n x k) warm-starts LOBPCG, as
+    ``partial_fit`` does with the previous eigenvectors (columns after
+    ``known``). A :class:`bigdr.exceptions.ConvergenceWarning` names the
+    residual when LOBPCG stops unconverged.
 
     References
     ----------
@@ -216,7 +219,7 @@ def smallest_eigh(
         return Eigenpairs((c - w)[order], flip_signs(V[:, order]), 0.0, False)
     from scipy.sparse.linalg import lobpcg
 
-    X0 = rng.standard_normal((n, k))
+    X0 = rng.standard_normal((n, k)) if initial is None else np.array(initial, dtype=np.float64)
     if known is not None:
         X0[:, 0] = known
     M = None
