@@ -19,7 +19,10 @@ pca     100 batches of 100k x 100 (spiked covariance, spikes 20, 10, 5)
         size (25k-400k rows) on the model that has seen 10M rows, and the
         model against a one-pass fit of the whole store.
 
-Usage: python benchmarks/bench_updates.py [isomap|pca|all]
+diffusion  The same sequence for DiffusionMap in landmark mode (20,000
+        landmarks, as in results/spectral.md).
+
+Usage: python benchmarks/bench_updates.py [isomap|diffusion|pca|all]
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ SCRIPT = Path(__file__).resolve()
 ONE_THREAD = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 BATCHES = 20
 BATCH_ROWS = 100_000
+DIFFUSION_LANDMARKS = 20_000
 
 
 def reset_peak() -> None:
@@ -72,7 +76,15 @@ def disparity(A: np.ndarray, B: np.ndarray) -> float:
     return float(procrustes(A, B)[2])
 
 
-def child_isomap() -> dict:
+def make_model(kind: str):
+    import bigdr
+
+    if kind == "isomap":
+        return bigdr.Isomap()  # defaults: a sampled graph of 100k rows, 256 landmarks at 10M rows
+    return bigdr.DiffusionMap(landmarks=DIFFUSION_LANDMARKS)  # as in results/spectral.md
+
+
+def child_graph(kind: str) -> dict:
     import dask.array as da
     import zarr
 
@@ -82,7 +94,7 @@ def child_isomap() -> dict:
     store = work / "all.zarr"
     shutil.copytree(swiss_roll_store(10_000_000), store)
     try:
-        model = bigdr.Isomap()
+        model = make_model(kind)
         t0 = time.perf_counter()
         model.fit(f"{store}/X")
         fit_s = time.perf_counter() - t0
@@ -125,7 +137,7 @@ def child_isomap() -> dict:
         sample = zarr.open(str(store), mode="r")["X"].get_orthogonal_selection((sample_idx, slice(None)))
         Y_updated = model.transform(sample)
         t0 = time.perf_counter()
-        refit = bigdr.Isomap().fit(f"{store}/X")
+        refit = make_model(kind).fit(f"{store}/X")
         refit_fit_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         bigdr.write_zarr(refit.transform(da.from_zarr(str(store), component="X")), work / "refit.zarr")
@@ -136,7 +148,7 @@ def child_isomap() -> dict:
             "rows_at_end": int(n_all),
             "fit_s": fit_s,
             "graph_rows": len(model.reference_rows_),
-            "landmarks": len(model.landmark_indices_),
+            "landmarks": len(getattr(model, "landmark_indices_", model.reference_rows_)),
             "steps": steps,
             "shifted_drift": shifted_report,
             "disparity_updated_vs_refit": disparity(Y_updated, Y_refit),
@@ -210,7 +222,7 @@ def child_pca() -> dict:
 
 
 def child(args: list[str]) -> None:
-    out = {"isomap": child_isomap, "pca": child_pca}[args[0]]()
+    out = child_pca() if args[0] == "pca" else child_graph(args[0])
     print(json.dumps(out, default=float))
 
 
@@ -219,7 +231,15 @@ def _med(values: list[float]) -> float:
 
 
 def run_isomap() -> tuple[dict, str]:
-    r = run_child(SCRIPT, "isomap", env=ONE_THREAD, timeout=7200)
+    return run_graph("isomap")
+
+
+def run_diffusion() -> tuple[dict, str]:
+    return run_graph("diffusion")
+
+
+def run_graph(kind: str) -> tuple[dict, str]:
+    r = run_child(SCRIPT, kind, env=ONE_THREAD, timeout=7200)
     steps = r["steps"]
     upd = [s["update_s"] for s in steps]
     tr = [s["transform_s"] for s in steps]
@@ -243,12 +263,19 @@ def run_isomap() -> tuple[dict, str]:
         f"{100 * t['drift_fraction']:.2f}% | {t['refit_advised']} |"
         for t in steps
     )
-    md = f"""## Isomap: 10M-row swiss roll, then {BATCHES} batches of {BATCH_ROWS:,} rows (`refresh`)
+    what = (
+        f"Isomap with its defaults (sampled graph of {r['graph_rows']:,} rows, {r['landmarks']} landmarks, k = 10)"
+        if kind == "isomap"
+        else f"DiffusionMap in landmark mode ({r['graph_rows']:,} landmarks, k = 15, alpha = 1, t = 1)"
+    )
+    title = "Isomap" if kind == "isomap" else "DiffusionMap"
+    steps_done = "geodesic relaxation, landmark MDS" if kind == "isomap" else "kernel, warm-started eigensolver"
+    md = f"""## {title}: 10M-row swiss roll, then {BATCHES} batches of {BATCH_ROWS:,} rows (`refresh`)
 
-Defaults (sampled graph of {r["graph_rows"]:,} rows, {r["landmarks"]} landmarks, k = 10); BLAS one thread.
+{what}; BLAS one thread.
 Fit on 10M rows: {r["fit_s"]:.1f} s. Each batch is appended to the store (`append_zarr`, X and coords
-together), then learnt (`partial_fit`: drift, reservoir, kNN lists, geodesic relaxation, landmark MDS,
-alignment), then placed (`transform`, to numpy).
+together), then learnt (`partial_fit`: drift, reservoir, kNN lists, {steps_done}, alignment), then placed
+(`transform`, to numpy).
 
 | batch | append (s) | update (s) | transform (s) | update / transform | update peak RSS (MiB) | reference rows | rows beyond 99th pct | refit advised |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- |
@@ -312,7 +339,7 @@ def main() -> None:
     parser.add_argument("cases", nargs="*", default=["all"])
     args = parser.parse_args()
     os.environ.update(ONE_THREAD)
-    run_sections("updates", {"isomap": run_isomap, "pca": run_pca}, args.cases)
+    run_sections("updates", {"isomap": run_isomap, "diffusion": run_diffusion, "pca": run_pca}, args.cases)
 
 
 if __name__ == "__main__":
