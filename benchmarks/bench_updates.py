@@ -22,7 +22,10 @@ pca     100 batches of 100k x 100 (spiked covariance, spikes 20, 10, 5)
 diffusion  The same sequence for DiffusionMap in landmark mode (20,000
         landmarks, as in results/spectral.md).
 
-Usage: python benchmarks/bench_updates.py [isomap|diffusion|pca|all]
+umap    umap-learn's UMAP.update against Isomap.partial_fit on 200k swiss-roll rows
+        then 20 batches of 10k: time per batch and how far earlier rows move.
+
+Usage: python benchmarks/bench_updates.py [isomap|diffusion|pca|umap|all]
 """
 
 from __future__ import annotations
@@ -163,6 +166,65 @@ def child_graph(kind: str) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
+UMAP_BASE, UMAP_BATCH, UMAP_BUDGET_S = 200_000, 10_000, 2700
+
+
+def _roll(n: int, seed: int) -> np.ndarray:
+    from bigdr.datasets import make_swiss_roll
+
+    X, _ = make_swiss_roll(n, noise=0.05, seed=seed)
+    return np.ascontiguousarray(X.compute())
+
+
+def _moved(before: np.ndarray, after: np.ndarray) -> dict:
+    """How far earlier points moved, as a fraction of the embedding's extent."""
+    extent = float(np.ptp(before, axis=0).max())
+    step = np.linalg.norm(after - before, axis=1) / extent
+    return {"median": float(np.median(step)), "p99": float(np.quantile(step, 0.99)), "max": float(step.max())}
+
+
+def child_umap(which: str) -> dict:
+    """200k swiss-roll rows fitted, then 20 batches of 10k: umap-learn's UMAP.update or bigdr's Isomap.partial_fit."""
+    import bigdr
+
+    X0 = _roll(UMAP_BASE, 0)
+    batches = [_roll(UMAP_BATCH, 3000 + i) for i in range(BATCHES)]
+    t0 = time.perf_counter()
+    if which == "umap":
+        import umap
+
+        model = umap.UMAP(n_components=2, random_state=0).fit(X0)
+        embed_base = lambda: np.asarray(model.embedding_[:UMAP_BASE])  # noqa: E731
+    else:
+        model = bigdr.Isomap().fit(X0)
+        embed_base = lambda: model.transform(X0)  # noqa: E731
+    fit_s = time.perf_counter() - t0
+    first = previous = embed_base()
+    steps, started = [], time.perf_counter()
+    for i, X in enumerate(batches):
+        t0 = time.perf_counter()
+        if which == "umap":
+            model.update(X)  # appends the rows and re-optimises the embedding of all rows
+        else:
+            model.partial_fit(X)
+            model.transform(X)  # place the batch, as UMAP.update does
+        seconds = time.perf_counter() - t0
+        now = embed_base()
+        steps.append({"batch": i, "seconds": seconds, "moved_since_last": _moved(previous, now)})
+        print(json.dumps(steps[-1]), file=sys.stderr)
+        previous = now
+        if time.perf_counter() - started > UMAP_BUDGET_S:
+            break
+    version = __import__("umap").__version__ if which == "umap" else bigdr.__version__
+    return {
+        "which": which,
+        "version": version,
+        "fit_s": fit_s,
+        "steps": steps,
+        "moved_since_fit": _moved(first, previous),
+    }
+
+
 def spiked_batch(b: int, rows: int = BATCH_ROWS, p: int = 100) -> np.ndarray:
     from bigdr.datasets import spike_directions
 
@@ -222,7 +284,12 @@ def child_pca() -> dict:
 
 
 def child(args: list[str]) -> None:
-    out = child_pca() if args[0] == "pca" else child_graph(args[0])
+    if args[0] == "pca":
+        out = child_pca()
+    elif args[0] in ("umap", "bigdr-isomap"):
+        out = child_umap(args[0])
+    else:
+        out = child_graph(args[0])
     print(json.dumps(out, default=float))
 
 
@@ -299,6 +366,32 @@ together), then learnt (`partial_fit`: drift, reservoir, kNN lists, {steps_done}
     return r, md
 
 
+def run_umap() -> tuple[dict, str]:
+    runs = {w: run_child(SCRIPT, w, env=ONE_THREAD, timeout=7200) for w in ("bigdr-isomap", "umap")}
+    rows = []
+    for w, r in runs.items():
+        st = r["steps"]
+        rows.append(
+            f"| {w} | {r['fit_s']:.1f} | {len(st)} | {_med([x['seconds'] for x in st]):.2f} | "
+            f"{_med([x['moved_since_last']['median'] for x in st]):.2e} | "
+            f"{_med([x['moved_since_last']['p99'] for x in st]):.2e} | "
+            f"{r['moved_since_fit']['median']:.2e} | {r['moved_since_fit']['p99']:.2e} |"
+        )
+    md = f"""## Side by side with umap-learn: {UMAP_BASE:,} swiss-roll rows, then {BATCHES} batches of {UMAP_BATCH:,}
+
+umap-learn {runs["umap"]["version"]} `UMAP(n_components=2)`, its `update(X)` per batch (the closest it offers
+to learning from new rows: it appends them, updates its neighbour index and re-optimises the embedding of all
+rows), against bigdr's `Isomap()` with `partial_fit(X)` then `transform(X)` per batch. Movement of the first
+{UMAP_BASE:,} rows' coordinates as a fraction of the embedding's extent; BLAS one thread (numba may use both
+vCPUs for UMAP). Each in a fresh process; UMAP's updates stop after {UMAP_BUDGET_S // 60} minutes.
+
+| method | fit (s) | batches done | median seconds per batch | median movement per batch (median row) | (99th pct row) | movement fit -> end (median row) | (99th pct row) |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+{chr(10).join(rows)}
+"""
+    return runs, md
+
+
 def run_pca() -> tuple[dict, str]:
     r = run_child(SCRIPT, "pca", env=ONE_THREAD, timeout=7200)
     steps = r["steps"]
@@ -339,7 +432,8 @@ def main() -> None:
     parser.add_argument("cases", nargs="*", default=["all"])
     args = parser.parse_args()
     os.environ.update(ONE_THREAD)
-    run_sections("updates", {"isomap": run_isomap, "diffusion": run_diffusion, "pca": run_pca}, args.cases)
+    runners = {"isomap": run_isomap, "diffusion": run_diffusion, "pca": run_pca, "umap": run_umap}
+    run_sections("updates", runners, args.cases)
 
 
 if __name__ == "__main__":
