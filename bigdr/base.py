@@ -24,7 +24,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from ._compute import compute
 from .core.drift import drift_report, with_history
 from .exceptions import NotFittedError
-from .extension import Extension, extend_blockwise
+from .extension import Extension, extend_blockwise, score_blockwise
 from .io import as_array
 from .io.model import write_model
 from .memory import MemoryEstimate, Part, check_memory, streaming
@@ -142,6 +142,17 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         both = self._embed_and_score(X)
         return both[:, :-1], (both[:, -1] > rule[0]).sum()
 
+    def _drift_scores(self, X: Any) -> da.Array:
+        """Lazy ``(n,)``: each row's drift score (default: the last column of :meth:`_embed_and_score`)."""
+        return self._embed_and_score(X)[:, -1]
+
+    def drift_count(self, X: Any) -> da.Array:
+        """The lazy number of rows of ``X`` beyond the drift threshold (a pass that need not place them)."""
+        rule = self._drift_rule()
+        if rule is None:
+            raise ValueError(f"{type(self).__name__} has no drift measure.")
+        return (self._drift_scores(X) > rule[0]).sum()
+
     def record_drift(
         self, n_rows: int, n_beyond: int, update: bool = False, rule: tuple[float, str] | None = None
     ) -> dict[str, Any]:
@@ -165,11 +176,9 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         drift score exceeds the training 99th percentile, and whether a refit
         is advised (:mod:`bigdr.core.drift`).
         """
+        self._check_fitted()
         Xd = as_array(X, name="X", min_rows=1)
-        _, beyond = self.embed_with_drift(Xd)
-        if beyond is None:
-            raise ValueError(f"{type(self).__name__} has no drift measure.")
-        (count,) = compute(beyond)
+        (count,) = compute(self.drift_count(Xd))
         return self.record_drift(Xd.shape[0], int(count))
 
     def _reset_drift(self) -> None:
@@ -204,6 +213,9 @@ class ExtensionEstimator(BigdrEstimator):
 
     def _embed_and_score(self, X: Any) -> da.Array:
         return extend_blockwise(X, self._extension(), self.n_features_in_, type(self).__name__, score=True)
+
+    def _drift_scores(self, X: Any) -> da.Array:
+        return score_blockwise(X, self._extension(), self.n_features_in_, type(self).__name__)
 
     def transform(self, X: Any) -> np.ndarray | da.Array:
         """Embed rows without refitting, blockwise (numpy in, numpy out; lazy otherwise)."""

@@ -53,6 +53,10 @@ class Extension:
         """Coordinates and each row's drift score (see :mod:`bigdr.core.drift`); NaN scores by default."""
         return self.embed_piece(rows), np.full(len(rows), np.nan)
 
+    def score_only(self, rows: np.ndarray) -> np.ndarray:
+        """Each row's drift score alone (subclasses answer it more cheaply than placing the rows)."""
+        return self.score_piece(rows)[1]
+
     def embed_block(self, block: np.ndarray, score: bool = False) -> np.ndarray:
         out = np.empty((len(block), self.width + int(score)))
         for s in range(0, len(block), self.piece_rows):
@@ -64,6 +68,34 @@ class Extension:
                 piece = self.embed_piece(rows)
             out[s : s + len(piece), : self.width] = piece
         return out
+
+
+def score_blockwise(X: Any, extension: Extension, n_features: int, owner: str = "the model") -> da.Array:
+    """Each row's drift score (:meth:`Extension.score_only`), lazily, without placing the rows."""
+    Xd = _extension_input(X, extension, n_features, owner)
+    key = dask.delayed(extension, name=extension.key, traverse=False)
+    return da.map_blocks(_score_block, Xd, key, drop_axis=1, dtype=np.float64, meta=np.empty((0,)))
+
+
+def _score_block(block: np.ndarray, extension: Extension) -> np.ndarray:
+    return np.concatenate(
+        [extension.score_only(block[s : s + extension.piece_rows]) for s in range(0, len(block), extension.piece_rows)]
+    )
+
+
+def _extension_input(X: Any, extension: Extension, n_features: int, owner: str) -> da.Array:
+    """``X`` as rows in chunks of at most one piece (see :func:`extend_blockwise`)."""
+    Xd = as_array(X, name="X", min_rows=1, chunk_bytes=EXTEND_CHUNK_BYTES)
+    check_n_features(Xd.shape[1], n_features, owner)
+    if len(Xd.chunks[1]) != 1:
+        Xd = Xd.rechunk({1: -1})
+    # A dask array given by the caller keeps its chunks in as_array; split
+    # large row chunks here (dask reads each piece's region of the store).
+    rows = max(1, EXTEND_CHUNK_BYTES // max(1, Xd.shape[1] * Xd.dtype.itemsize))
+    rows = min(rows, extension.piece_rows)
+    if max(Xd.chunks[0]) > rows:
+        Xd = Xd.rechunk({0: rows})
+    return Xd
 
 
 def extend_blockwise(
@@ -78,16 +110,7 @@ def extend_blockwise(
     work), so tasks sized by input bytes would leave every worker but one
     idle.
     """
-    Xd = as_array(X, name="X", min_rows=1, chunk_bytes=EXTEND_CHUNK_BYTES)
-    check_n_features(Xd.shape[1], n_features, owner)
-    if len(Xd.chunks[1]) != 1:
-        Xd = Xd.rechunk({1: -1})
-    # A dask array given by the caller keeps its chunks in as_array; split
-    # large row chunks here (dask reads each piece's region of the store).
-    rows = max(1, EXTEND_CHUNK_BYTES // max(1, Xd.shape[1] * Xd.dtype.itemsize))
-    rows = min(rows, extension.piece_rows)
-    if max(Xd.chunks[0]) > rows:
-        Xd = Xd.rechunk({0: rows})
+    Xd = _extension_input(X, extension, n_features, owner)
     key = dask.delayed(extension, name=extension.key, traverse=False)
     width = extension.width + int(score)
     return da.map_blocks(

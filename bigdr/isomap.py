@@ -112,6 +112,9 @@ class GeodesicExtension(Extension):
     def embed_piece(self, rows: np.ndarray) -> np.ndarray:
         return self.score_piece(rows)[0]
 
+    def score_only(self, rows: np.ndarray) -> np.ndarray:
+        return self.index.query_block(rows, 1)[1][:, 0]
+
     def score_piece(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # The drift score, the distance to the nearest reference row, comes with the same query.
         ind, dist = self.index.query_block(rows, self.k)
@@ -506,7 +509,7 @@ class Isomap(ExtensionEstimator):
         protected = np.zeros(len(self.reference_rows_), dtype=bool)
         protected[self.landmark_indices_] = True
         keep, enter = reservoir(self.reference_keys_, protected, keys, self.reference_cap_)
-        _, beyond = self.embed_with_drift(Xd)
+        beyond = self.drift_count(Xd)
         take = np.flatnonzero(enter)
         count, entering = compute(beyond, Xd if len(take) == n_b else Xd[take])
         rule = self._drift_rule()  # the count was taken against the model as it was

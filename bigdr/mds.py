@@ -513,7 +513,7 @@ class LandmarkMDS(ExtensionEstimator):
         keys = row_keys(start, start + n_b, self.seed_)
         old_keys = keys_of(self.landmark_indices_, self.seed_)
         keep, enter = reservoir(old_keys, np.zeros(len(old_keys), dtype=bool), keys, self.n_landmarks_)
-        _, beyond = self.embed_with_drift(Xd)
+        beyond = self.drift_count(Xd)
         take = np.flatnonzero(enter)
         count, entering = compute(beyond, Xd[take])
         rule = self._drift_rule()

@@ -121,6 +121,9 @@ class NystromExtension(Extension):
     def embed_piece(self, rows: np.ndarray) -> np.ndarray:
         return self.score_piece(rows)[0]
 
+    def score_only(self, rows: np.ndarray) -> np.ndarray:
+        return self.index.query_block(rows, 1)[1][:, 0]
+
     def score_piece(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # The drift score, the distance to the nearest reference row, comes with the candidates.
         ind, dist = self.candidates(rows)

@@ -436,9 +436,7 @@ class PCA(BigdrEstimator):
 
     def _record_drift(self, Xd: da.Array) -> None:
         """The drift of a partial_fit batch against the model before the merge."""
-        _, beyond = self.embed_with_drift(Xd)
-        assert beyond is not None
-        (count,) = compute(beyond)
+        (count,) = compute(self.drift_count(Xd))
         self.record_drift(Xd.shape[0], int(count), update=True)
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | da.Array:

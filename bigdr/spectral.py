@@ -265,7 +265,7 @@ class _SpectralBase(ExtensionEstimator):
         keep, enter = reservoir(
             self.reference_keys_, np.zeros(len(self.reference_keys_), bool), keys, self.reference_cap_
         )
-        _, beyond = self.embed_with_drift(Xd)
+        beyond = self.drift_count(Xd)
         take = np.flatnonzero(enter)
         count, entering = compute(beyond, Xd[take])
         rule = self._drift_rule()
