@@ -27,19 +27,20 @@ Geodesics (:func:`relax_geodesics`)
     more than ``PROPAGATE_RTOL`` (10%: a real shortcut, such as a new row
     bridging a gap) try again, and so on. Smaller decreases are not
     propagated: every new row shortens many paths a little, and chasing
-    those touched all rows. Measured on a 100,000-row reference set of a
-    swiss roll taking 997 rows (16,942 lists changed, 256 landmarks),
-    against a full Dijkstra re-solve of the updated graph (12.1 s):
-    propagating decreases above 50% / 1% / 0.1% / 0.01% took 0.39 / 2.6 /
-    42.5 / 107 s and gave embeddings within Procrustes disparity 9.1e-6 /
-    8.7e-6 / 3.3e-6 / 2.1e-6 of it. Rows whose best path ran through a
+    those touched all rows. Measured (``benchmarks/results/updates.md``,
+    "Geodesic relaxation") on a 100,256-row reference set taking 997 rows
+    (16,902 lists changed, 256 landmarks), against a full Dijkstra re-solve
+    of the updated graph (12.1 s): propagating decreases above 50% / 10% /
+    1% / 0.1% / 0.01% took 0.40 / 0.38 / 2.8 / 50 / 111 s and gave
+    embeddings within Procrustes disparity 8.5e-6 / 8.4e-6 / 7.8e-6 / 3.3e-6
+    / 2.0e-6 of it. Rows whose best path ran through a
     departed row, or along an edge that a new row displaced from a
     neighbour list, keep that length: both were parts of the manifold's
     graph, so the path remains an estimate of the geodesic. Run to
     convergence, the relaxation gives exactly ``G(i) = min_j d(i, j) +
     G_old(j)`` with ``d`` the shortest paths of the current graph (tested):
-    never longer than the current graph's geodesics; above, the largest
-    difference from them was 0.8% of the largest geodesic.
+    never longer than the current graph's geodesics; in the measurement
+    above, the largest difference from them was 0.8% of the largest geodesic.
 
 References
 ----------
