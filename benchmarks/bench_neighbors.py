@@ -15,8 +15,13 @@ query   blockwise query of a zarr swiss roll of 1M and 10M rows against a
         and peak resident memory at each size.
 warmup  pynndescent's numba compilation: first use in a fresh process with an
         empty cache, and again with the cache filled.
+backends  each search back end building the all-rows k = 15 graph in a fresh
+        process with an empty numba cache (first use included: imports,
+        compilation, build and queries), on 200k x 50 and 1M x 50 (5-D
+        manifolds) and the 1M-row swiss roll: wall time, peak RSS, recall@15
+        on 10,000 rows against exact neighbours.
 
-Usage: python benchmarks/bench_neighbors.py [graph|sweep|query|warmup|all]
+Usage: python benchmarks/bench_neighbors.py [graph|sweep|query|warmup|backends|all]
 """
 
 from __future__ import annotations
@@ -53,7 +58,11 @@ def manifold(n=200_000, dim=50, intrinsic=5, seed=0):
     return np.ascontiguousarray(np.tanh(latent @ lift) + 0.01 * rng.standard_normal((n, dim)))
 
 
-DATASETS = {"swissroll-1M": swiss_roll_1m, "manifold-200k-50d": manifold}
+DATASETS = {
+    "swissroll-1M": swiss_roll_1m,
+    "manifold-200k-50d": manifold,
+    "manifold-1M-50d": lambda: manifold(1_000_000),
+}
 
 
 def warm_numba():
@@ -172,6 +181,17 @@ def child(args):
             "method": index.method_,
             "chunk_rows": int(ind.chunks[0][0]),
         }
+    if what == "backends":
+        dataset, method = args[1], args[2]
+        X = DATASETS[dataset]()
+        rows = np.random.default_rng(1).choice(len(X), N_RECALL, replace=False)
+        ref_file = DATA / f"exact-{dataset}.npy"
+        if not ref_file.exists():
+            np.save(ref_file, exact_sample(X, rows))
+        exact = np.load(ref_file)
+        with PeakRSS() as rss:  # first use included: nothing is warmed up
+            ind, seconds, label = all_rows(method, X)
+        return {"seconds": seconds, "peak_rss_mib": rss.peak / 2**20, "recall": recall(ind[rows], exact)}
     if what == "warmup":
         t = warm_numba()
         return {"seconds": t}
@@ -269,14 +289,51 @@ def run_warmup():
     return res, "\n".join(lines) + "\n"
 
 
+BACKEND_CASES = {
+    "manifold-200k-50d": ["bigdr-nndescent", "bigdr-faiss"],
+    "swissroll-1M": ["bigdr-kdtree", "bigdr-nndescent", "bigdr-faiss"],
+    "manifold-1M-50d": ["bigdr-nndescent", "bigdr-faiss"],
+}
+
+
+def run_backends():
+    res: dict = {}
+    for dataset, methods in BACKEND_CASES.items():
+        for method in methods:
+            cache = Path(tempfile.mkdtemp(prefix="numba-cache-"))  # empty: first use pays compilation
+            res[f"{dataset}/{method}"] = run_child(
+                SCRIPT, "backends", dataset, method, env={"NUMBA_CACHE_DIR": str(cache), "OMP_NUM_THREADS": "1"}
+            )
+            shutil.rmtree(cache)
+    lines = [
+        "## Back ends: all-rows kNN graph (k = 15) in a fresh process, first use included\n",
+        "Empty numba cache, imports, compilation, index build and every query; BLAS and OpenMP one thread,",
+        "dask's threaded scheduler on 2 vCPU. Recall@15 on 10,000 rows against exact neighbours.\n",
+        "| data | back end | seconds | peak RSS (MiB) | recall@15 |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for key, r in res.items():
+        dataset, method = key.split("/")
+        lines.append(f"| {dataset} | {method[6:]} | {r['seconds']:.1f} | {r['peak_rss_mib']:.0f} | {r['recall']:.4f} |")
+    return res, "\n".join(lines) + "\n"
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "child":
         print(json.dumps(child(sys.argv[2:])))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["graph", "sweep", "query", "warmup", "all"], nargs="*", default=["all"])
+    ap.add_argument(
+        "case", choices=["graph", "sweep", "query", "warmup", "backends", "all"], nargs="*", default=["all"]
+    )
     args = ap.parse_args()
-    runners = {"warmup": run_warmup, "graph": run_graph, "sweep": run_sweep, "query": run_query}
+    runners = {
+        "warmup": run_warmup,
+        "graph": run_graph,
+        "sweep": run_sweep,
+        "query": run_query,
+        "backends": run_backends,
+    }
     run_sections("neighbors", runners, args.case)
 
 

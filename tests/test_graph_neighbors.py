@@ -144,3 +144,31 @@ def test_query_chunks_bound_the_output_not_only_the_input():
     ind, dist = index.query(X, 10)
     # 10 neighbours in float64/int64 would be 320 MB for one chunk of 2M rows.
     assert max(ind.chunks[0]) * (3 * 8 + 10 * 48 + 16) <= 128 * 2**20
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "sqeuclidean", "cosine"])
+def test_faiss_recall_on_low_intrinsic_dimension(manifold_50d, metric):
+    pytest.importorskip("faiss")
+    X = manifold_50d
+    ind, dist = knn_graph(da.from_array(X, chunks=500), 15, metric=metric, method="faiss").compute()
+    ref = NearestNeighbors(n_neighbors=16, metric=metric, algorithm="brute").fit(X)
+    rdist, rind = ref.kneighbors(X)
+    assert recall(ind, rind[:, 1:]) >= 0.95
+    assert not (ind == np.arange(len(X))[:, None]).any()
+    hit = ind[:, 0] == rind[:, 1]
+    np.testing.assert_allclose(dist[hit, 0], rdist[hit, 1], rtol=1e-4, atol=1e-5)  # the distances are exact
+
+
+def test_faiss_index_crosses_processes_without_pickling_the_index(cluster_client, manifold_50d):
+    pytest.importorskip("faiss")
+    import pickle
+
+    X = manifold_50d
+    index = NeighborIndex(method="faiss").fit(X[:1000])
+    state = pickle.dumps(index)
+    assert pickle.loads(state).query_block(X[:50], 5)[0].tolist() == index.query_block(X[:50], 5)[0].tolist()
+    Q = index.query(da.from_array(X, chunks=250), 10)
+    ind_remote, _ = cluster_client.compute(list(Q), sync=True)
+    np.testing.assert_array_equal(ind_remote, dask.compute(Q[0], scheduler="threads")[0])
+    with pytest.raises(ValueError, match="faiss"):
+        NeighborIndex(metric="manhattan", method="faiss").fit(X[:10])

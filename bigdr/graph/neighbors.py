@@ -10,6 +10,10 @@ Back ends
     random-projection-tree initialisation); any metric pynndescent offers.
     Its numba code compiles on first use in every process (see
     ``docs/neighbors.md``).
+``"faiss"`` (:class:`FaissBackend`)
+    Approximate, faiss's HNSW graph (Malkov & Yashunin 2018) on float32
+    rows; euclidean, squared euclidean and cosine. Compiled ahead (a wheel):
+    no compilation at run time. Optional dependency ``faiss-cpu``.
 ``"brute"`` (:class:`BruteBackend`)
     Exact, blockwise distance matrices against the reference rows; any
     metric of ``scipy.spatial.distance.cdist``. For small reference sets.
@@ -25,6 +29,11 @@ References
 Dong, W., Moses, C. & Li, K. (2011). Efficient k-nearest neighbor graph
 construction for generic similarity measures. Proc. WWW 2011, 577-586.
 doi:10.1145/1963405.1963487
+
+Malkov, Y. A. & Yashunin, D. A. (2018). Efficient and robust approximate
+nearest neighbor search using hierarchical navigable small world graphs.
+IEEE Trans. Pattern Analysis and Machine Intelligence 42(4), 824-836.
+doi:10.1109/TPAMI.2018.2889473
 """
 
 from __future__ import annotations
@@ -68,6 +77,8 @@ def check_metric(metric: Any, method: str = "auto") -> None:
         raise TypeError(f"metric must be a string; got {type(metric).__name__}.")
     if method == "kdtree" and metric not in KDTREE_METRICS:
         raise ValueError(f"method='kdtree' supports {sorted(KDTREE_METRICS)}; use method='nndescent' for {metric!r}.")
+    if method == "faiss" and metric not in FAISS_METRICS:
+        raise ValueError(f"method='faiss' supports {sorted(FAISS_METRICS)}; use method='nndescent' for {metric!r}.")
     if method == "brute" and metric not in CDIST_METRICS:
         raise ValueError(f"method='brute' supports {sorted(CDIST_METRICS)}; use method='nndescent' for {metric!r}.")
     if metric in KDTREE_METRICS or metric in CDIST_METRICS:
@@ -199,7 +210,64 @@ class NNDescentBackend(Backend):
         return ind, dist
 
 
-BACKENDS: dict[str, type[Backend]] = {"kdtree": KDTreeBackend, "brute": BruteBackend, "nndescent": NNDescentBackend}
+class FaissBackend(Backend):
+    """faiss's HNSW index. Options: ``hnsw_m`` (graph degree, 32), ``ef_construction`` (200), ``ef_search`` (64;
+    at least twice ``k`` at query time)."""
+
+    def build(self, reference: np.ndarray) -> None:
+        import faiss
+
+        data = self._prepare(reference)
+        metric = faiss.METRIC_INNER_PRODUCT if self.metric == "cosine" else faiss.METRIC_L2
+        index = faiss.IndexHNSWFlat(data.shape[1], int(self.options.get("hnsw_m", 32)), metric)
+        index.hnsw.efConstruction = int(self.options.get("ef_construction", 200))
+        index.add(data)
+        self._index = index
+
+    def _prepare(self, rows: np.ndarray) -> np.ndarray:
+        rows = unit_rows(rows) if self.metric == "cosine" else rows
+        return np.ascontiguousarray(rows, dtype=np.float32)
+
+    def query(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        import faiss
+
+        self._index.hnsw.efSearch = max(int(self.options.get("ef_search", 64)), 2 * k)
+        faiss.omp_set_num_threads(1)  # one dask task, one thread (as BLAS is capped)
+        score, ind = self._index.search(self._prepare(block), k)
+        if self.metric == "cosine":
+            dist = 1.0 - score
+        elif self.metric == "euclidean":
+            dist = np.sqrt(np.maximum(score, 0))
+        else:
+            dist = score
+        return ind.astype(np.int64), dist
+
+    def __getstate__(self) -> dict:
+        # faiss indexes are C++ objects: ship their own serialisation, not a pickle of them.
+        import faiss
+
+        state = dict(self.__dict__)
+        if "_index" in state:
+            state["_index"] = faiss.serialize_index(state["_index"])
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        if "_index" in state:
+            import faiss
+
+            state["_index"] = faiss.deserialize_index(state["_index"])
+        self.__dict__.update(state)
+
+
+#: Metrics the faiss back end computes.
+FAISS_METRICS = ("euclidean", "sqeuclidean", "cosine")
+
+BACKENDS: dict[str, type[Backend]] = {
+    "kdtree": KDTreeBackend,
+    "brute": BruteBackend,
+    "nndescent": NNDescentBackend,
+    "faiss": FaissBackend,
+}
 METHODS = ("auto", *BACKENDS)
 
 
@@ -218,7 +286,7 @@ class NeighborIndex:
         ``euclidean``, ``cosine``, ``manhattan``, ``chebyshev``, or any metric
         of pynndescent (method ``nndescent``) or ``scipy.spatial.distance.cdist``
         (method ``brute``).
-    method : {"auto", "kdtree", "nndescent", "brute"}
+    method : {"auto", "kdtree", "nndescent", "faiss", "brute"}
     random_state : int or None
         Seed of NN-descent.
     nndescent_kwargs : dict, optional
