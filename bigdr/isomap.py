@@ -365,7 +365,7 @@ class Isomap(ExtensionEstimator):
         self.negative_mass_ = tri.spectrum.negative_mass
         self._ext = GeodesicExtension(index, G, tri, self._attach_k(len(ref)), self.radius)
         self.n_samples_seen_ = n
-        self.reference_cap_ = self._cap(mode, len(ref) - (0 if given is None else len(given)), n)
+        self.reference_cap_ = self._cap(mode, len(ref) - (0 if given is None else len(given)))
         self._reset_drift()
         self.drift_threshold_ = empirical_threshold(dist[:, 0] if dist is not None else nearest_other(index, ref))
 
@@ -478,7 +478,7 @@ class Isomap(ExtensionEstimator):
         embed = triangulate_distances
         self.residual_variance_ = residual_variance(G[rows], embed(G[rows], tri), embed(G[landmarks], tri))
 
-    def _cap(self, mode: str, n_ref: int, n: int) -> int | None:
+    def _cap(self, mode: str, n_ref: int) -> int | None:
         """Most data rows the reference set keeps as rows arrive (None: all)."""
         gs = self.graph_sample
         if gs is None:

@@ -308,16 +308,23 @@ class PCA(BigdrEstimator):
             )
         self._check_memory(Xd)
         block_fn, merge, _ = _MERGEABLE[solver]
-        (state,) = compute(tree_reduce(Xd, block_fn, merge, with_offset=True))
-        if hasattr(self, "n_samples_seen_"):
+        fitted = hasattr(self, "n_samples_seen_")
+        if fitted:
             if getattr(self, "_state_kind", None) != solver:
                 raise ValueError(
                     f"This PCA was fitted with svd_solver={getattr(self, 'svd_solver_', None)!r}, whose state "
                     f"cannot be merged; refit with svd_solver='covariance' or 'tsqr' to use partial_fit."
                 )
             check_n_features(Xd.shape[1], self.n_features_in_, "PCA")
-            if hasattr(self, "components_"):
-                self._record_drift(Xd)  # the batch against the model as it was
+        # The batch's drift against the model as it was, in the same pass as its statistics.
+        drift = hasattr(self, "components_")
+        results = compute(
+            tree_reduce(Xd, block_fn, merge, with_offset=True), *([self.drift_count(Xd)] if drift else [])
+        )
+        state = results[0]
+        if drift:
+            self.record_drift(Xd.shape[0], int(results[1]), update=True)
+        if fitted:
             state = merge(self._current_state(), state)
         self.svd_solver_ = solver
         self._store_state(solver, state, Xd.dtype, width=getattr(self, "n_components_", None))
@@ -433,11 +440,6 @@ class PCA(BigdrEstimator):
             dtype=Xd.dtype,
             meta=np.empty((0, 0), dtype=Xd.dtype),
         )
-
-    def _record_drift(self, Xd: da.Array) -> None:
-        """The drift of a partial_fit batch against the model before the merge."""
-        (count,) = compute(self.drift_count(Xd))
-        self.record_drift(Xd.shape[0], int(count), update=True)
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | da.Array:
         """Fit, then project ``X`` (a second, blockwise pass for dask input)."""
