@@ -126,7 +126,6 @@ class GeodesicExtension(Extension):
         return triangulate(g.astype(np.float64) ** 2, self.tri), nearest
 
 
-# -- the estimator ----------------------------------------------------------------
 class Isomap(ExtensionEstimator):
     """Isomap embedding, exact or by landmarks, for data of any size.
 
@@ -316,7 +315,7 @@ class Isomap(ExtensionEstimator):
 
     def _fit(self, X: Any) -> da.Array:
         self._check_params()
-        for stale in ("graph_indices_", "graph_distances_", "embedding_"):
+        for stale in ("graph_indices_", "graph_distances_", "embedding_", "_graph_index"):
             self.__dict__.pop(stale, None)
         Xd = as_array(X, name="X")
         n, p = Xd.shape
@@ -352,7 +351,7 @@ class Isomap(ExtensionEstimator):
         sq = G[landmarks].astype(np.float64) ** 2
         tri = landmark_mds((sq + sq.T) / 2, self.n_components, self.seed_)
 
-        index = NeighborIndex(self.metric, self.neighbor_method).fit(ref)
+        index = self.__dict__.pop("_graph_index", None) or NeighborIndex(self.metric, self.neighbor_method).fit(ref)
         self.mode_ = mode
         self.n_features_in_ = p
         self.reference_rows_ = ref
@@ -451,6 +450,7 @@ class Isomap(ExtensionEstimator):
         graph = knn_graph(ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_)
         ind, dist = compute(graph.indices, graph.distances)
         self.graph_indices_, self.graph_distances_ = ind, dist  # the state partial_fit updates
+        self._graph_index = graph.index  # attaches rows to ref when the back end built one
         return csr_from_lists(ind, dist, "union", "distance"), dist
 
     def _choose_landmarks(

@@ -41,9 +41,11 @@ def test_brute_and_auto_choices(manifold_50d):
     rind, rdist = exact_neighbors(X, X, 5, exclude_self=True)
     np.testing.assert_allclose(dist, rdist, rtol=1e-5)
     assert choose_method(10**6, 3, "euclidean") == "kdtree"
-    assert choose_method(10**6, 50, "euclidean") == "nndescent"
+    assert choose_method(10**6, 50, "euclidean") == "faiss"
+    assert choose_method(10**6, 50, "cosine") == "faiss"
     assert choose_method(5000, 50, "euclidean") == "brute"
     assert choose_method(10**6, 3, "hamming") == "nndescent"
+    assert choose_method(10**6, 50, "manhattan") == "nndescent"  # not a faiss metric
 
 
 def test_duplicates_are_neighbours_at_distance_zero():
@@ -172,3 +174,15 @@ def test_faiss_index_crosses_processes_without_pickling_the_index(cluster_client
     np.testing.assert_array_equal(ind_remote, dask.compute(Q[0], scheduler="threads")[0])
     with pytest.raises(ValueError, match="faiss"):
         NeighborIndex(metric="manhattan", method="faiss").fit(X[:10])
+
+
+@pytest.mark.parametrize("method", ["kdtree", "faiss", "nndescent"])
+def test_graph_keeps_the_index_it_was_found_with(manifold_50d, method):
+    X = manifold_50d[:1500]
+    g = knn_graph(X, 5, method=method, random_state=0)
+    if method == "nndescent":  # NN-descent builds no query index for the graph
+        assert g.index is None
+        return
+    assert g.index.n_reference_ == len(X) and g.index.method_ == method
+    ind, _ = g.index.query_block(X[:50], 6)
+    np.testing.assert_array_equal(ind[:, 1:], g.compute()[0][:50])  # the graph's own search

@@ -34,14 +34,25 @@ class KNNGraph:
     ``indices[i, j]`` is the j-th nearest other row of row i (ascending
     distance), ``distances[i, j]`` its distance (float32). A row is never its
     own neighbour; exact duplicates are neighbours at distance 0.
+
+    ``index`` is the :class:`NeighborIndex` on all rows the graph was found
+    with, when the back end built one (``kdtree``, ``brute``, ``faiss``), so a
+    method that also queries new rows against the same rows does not build it
+    twice; ``None`` otherwise and after :meth:`from_zarr`.
     """
 
     def __init__(
-        self, indices: da.Array, distances: da.Array, metric: str = "euclidean", method: str | None = None
+        self,
+        indices: da.Array,
+        distances: da.Array,
+        metric: str = "euclidean",
+        method: str | None = None,
+        index: NeighborIndex | None = None,
     ) -> None:
         if indices.shape != distances.shape or indices.ndim != 2:
             raise ValueError(f"indices {indices.shape} and distances {distances.shape} must be equal n x k shapes.")
         self.indices, self.distances, self.metric, self.method = indices, distances, metric, method
+        self.index = index
 
     @property
     def n_samples(self) -> int:
@@ -65,7 +76,7 @@ class KNNGraph:
     def persist(self) -> KNNGraph:
         """Compute once and keep in memory (or on the cluster's workers)."""
         ind, dist = dask.persist(self.indices, self.distances)
-        return KNNGraph(ind, dist, self.metric, self.method)
+        return KNNGraph(ind, dist, self.metric, self.method, self.index)
 
     def to_zarr(self, path: str, overwrite: bool = False) -> str:
         """Write both arrays to a zarr group atomically."""
@@ -130,7 +141,7 @@ def knn_graph(
     if not backend.builds_self_graph:  # an index of all rows, every row queried blockwise
         index = NeighborIndex(metric, chosen, random_state=random_state, nndescent_kwargs=nndescent_kwargs).fit(Xd)
         ind, dist = blockwise_query(Xd, index, k, exclude_self=True)
-        return KNNGraph(ind, dist, metric, chosen)
+        return KNNGraph(ind, dist, metric, chosen, index)
     (data,) = compute(Xd)
     found = backend.self_graph(np.ascontiguousarray(data), k, metric, random_state, nndescent_kwargs)
     ind_n, dist_n = drop_self(found[0].astype(np.int64), found[1].astype(np.float32), np.arange(n))
