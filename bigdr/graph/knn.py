@@ -116,16 +116,41 @@ def knn_graph(
     method: str = "auto",
     random_state: int | None = None,
     nndescent_kwargs: dict | None = None,
+    partitions: int | str | None = None,
+    n_probe: int | None = 3,
 ) -> KNNGraph:
     """kNN graph of all rows of ``X``.
 
-    Exact methods (``kdtree``, ``brute``) build the index on all rows and
-    query every row against it blockwise (k + 1 neighbours, then the row
-    itself is dropped). ``nndescent`` runs pynndescent on all rows in this
-    process and takes its neighbour graph. Either way all rows are held in
-    memory once: this is the "fits in one process" regime; larger data goes
-    through landmarks (:func:`bigdr.select_landmarks` and
-    :class:`NeighborIndex`).
+    With ``partitions=None``, index-based methods (``kdtree``, ``brute``,
+    ``faiss``) build the index on all rows and query every row against it
+    blockwise (k + 1 neighbours, then the row itself is dropped);
+    ``nndescent`` runs pynndescent on all rows in this process and takes its
+    neighbour graph. Either way all rows are held in this process once.
+
+    With ``partitions`` (an int, or ``"auto"``: one cell per 250,000 rows) no
+    process holds the rows or the graph whole: the rows are split into cells
+    by k-means centroids of a sample, an index is built per cell on the worker
+    that searches it, and each row is searched in its ``n_probe`` nearest
+    cells, the k best merged blockwise (:mod:`bigdr.graph.partitioned`).
+    ``n_probe=None`` routes by the triangle inequality instead (the cells
+    whose ball may hold a nearer row than the k-th found in the row's own
+    cell): with an exact method the graph is then the exact kNN graph, for
+    any partitioning.
+
+    Parameters
+    ----------
+    X : array-like, dask array or path of a store
+    n_neighbors : int
+    metric : str
+    method : {"auto", "kdtree", "brute", "faiss", "nndescent"}
+        The search (per cell with ``partitions``).
+    random_state : int or None
+        Seeds NN-descent and the cells' k-means.
+    nndescent_kwargs : dict, optional
+        Options of the search back end.
+    partitions : None, int or "auto"
+    n_probe : int or None
+        Cells each row is searched in (with ``partitions``).
 
     Returns
     -------
@@ -136,6 +161,11 @@ def knn_graph(
     k = check_k(n_neighbors, n - 1, "other rows")
     check_method(method)
     check_metric(metric, method)
+    if partitions is not None:
+        from .partitioned import partitioned_graph
+
+        ind, dist = partitioned_graph(Xd, k, metric, method, partitions, n_probe, random_state, nndescent_kwargs)
+        return KNNGraph(ind, dist, metric, method if method != "auto" else "partitioned")
     chosen = choose_method(n, p, metric) if method == "auto" else method
     backend = BACKENDS[chosen]
     if not backend.builds_self_graph:  # an index of all rows, every row queried blockwise

@@ -201,7 +201,9 @@ class NNDescentBackend(Backend):
     def build(self, reference: np.ndarray) -> None:
         from pynndescent import NNDescent
 
-        kw = {k: v for k, v in self.options.items() if k != "query_epsilon"}
+        kw = {k: v for k, v in self.options.items() if k not in ("query_epsilon", "build_threads")}
+        if "build_threads" in self.options:
+            kw.setdefault("n_jobs", int(self.options["build_threads"]))
         kw.setdefault("n_neighbors", 30)
         self._nnd = NNDescent(reference, metric=self.metric, random_state=self.random_state, **kw)
         self._nnd.prepare()
@@ -234,6 +236,8 @@ class FaissBackend(Backend):
         metric = faiss.METRIC_INNER_PRODUCT if self.metric == "cosine" else faiss.METRIC_L2
         index = faiss.IndexHNSWFlat(data.shape[1], int(self.options.get("hnsw_m", 16)), metric)
         index.hnsw.efConstruction = int(self.options.get("ef_construction", 64))
+        if "build_threads" in self.options:  # a build inside a dask task: the task's one thread
+            faiss.omp_set_num_threads(int(self.options["build_threads"]))
         index.add(data)
         self._index = index
 
