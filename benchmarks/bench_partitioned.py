@@ -1,0 +1,186 @@
+"""kNN graphs that no process holds whole (issue 18): knn_graph(partitions=...) on a cluster.
+
+Cases:
+
+graph     the k = 15 graph of 10M x 50 rows (a 5-D manifold, float32 zarr store)
+          on a LocalCluster of 2 worker processes x 1 thread limited to 4 GiB
+          each, written to a zarr store: wall time, peak RSS of each worker
+          (sampled every 0.5 s) and of the driver, recall@15 on 5,000 rows
+          against exact neighbours (brute force over the store, after the
+          timed run). ``--rows`` and ``--partitions`` give a smaller trial.
+
+Usage: python benchmarks/bench_partitioned.py [graph|all] [--rows N] [--partitions P]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import DATA, PeakRSS, run_child, run_sections  # noqa: E402
+
+SCRIPT = Path(__file__).resolve()
+K = 15
+DIM, INTRINSIC = 50, 5
+CHUNK = 131_072
+N_RECALL = 5_000
+
+
+def _manifold_block(block_id, n, seed=0):
+    """Rows of a 5-D manifold in 50-D: the same map for every block, its own latent draws."""
+    lift = np.random.default_rng(seed).standard_normal((INTRINSIC, DIM))
+    b = block_id[0]
+    start = b * CHUNK
+    rows = min(CHUNK, n - start)
+    rng = np.random.default_rng([seed, b])
+    latent = rng.uniform(-1, 1, size=(rows, INTRINSIC))
+    return (np.tanh(latent @ lift) + 0.01 * rng.standard_normal((rows, DIM))).astype(np.float32)
+
+
+def manifold_store(n: int) -> Path:
+    """The on-disk manifold of ``n`` rows, generated once blockwise."""
+    import dask.array as da
+
+    import bigdr
+
+    path = DATA / f"manifold-{n // 1_000_000}M-50d.zarr"
+    if not path.exists():
+        chunks = ((CHUNK,) * (n // CHUNK) + ((n % CHUNK,) if n % CHUNK else ()), (DIM,))
+        X = da.map_blocks(lambda block_id=None: _manifold_block(block_id, n), chunks=chunks, dtype=np.float32)
+        bigdr.write_zarr(X, path)
+    return path
+
+
+def exact_rows(store: Path, rows: np.ndarray) -> np.ndarray:
+    """Exact k nearest other rows of ``rows`` by brute force over the store, chunk by chunk."""
+    import zarr
+
+    arr = zarr.open_array(str(store), mode="r")
+    Q = np.asarray(arr.oindex[np.sort(rows)], dtype=np.float32)
+    order = np.argsort(rows)
+    Q = Q[np.argsort(order)]  # back in the order of rows
+    best_d = np.full((len(rows), K + 1), np.inf, np.float32)
+    best_i = np.full((len(rows), K + 1), -1, np.int64)
+    qsq = np.einsum("ij,ij->i", Q, Q)
+    for start in range(0, arr.shape[0], CHUNK):
+        block = np.asarray(arr[start : start + CHUNK])
+        bsq = np.einsum("ij,ij->i", block, block)
+        for s in range(0, len(Q), 1000):
+            d = qsq[s : s + 1000, None] + bsq[None, :] - 2.0 * (Q[s : s + 1000] @ block.T)
+            ids = np.broadcast_to(np.arange(start, start + len(block)), d.shape)
+            d = np.concatenate([best_d[s : s + 1000], d], axis=1)
+            i = np.concatenate([best_i[s : s + 1000], ids], axis=1)
+            top = np.argpartition(d, K, axis=1)[:, : K + 1]
+            best_d[s : s + 1000] = np.take_along_axis(d, top, axis=1)
+            best_i[s : s + 1000] = np.take_along_axis(i, top, axis=1)
+    order = np.argsort(best_d, axis=1)
+    best_i = np.take_along_axis(best_i, order, axis=1)
+    return np.array([[j for j in r if j != q][:K] for r, q in zip(best_i, rows)])
+
+
+def child(args):
+    what = args[0]
+    if what == "graph":
+        import dask
+        import psutil
+        from distributed import Client, LocalCluster
+
+        from bigdr.graph.knn import knn_graph
+
+        n, partitions = int(args[1]), args[2]
+        partitions = "auto" if partitions == "auto" else int(partitions)
+        store = manifold_store(n)
+        out = Path(tempfile.mkdtemp(dir=DATA)) / "graph.zarr"
+        peaks: dict = {}
+        with (
+            LocalCluster(
+                n_workers=2,
+                threads_per_worker=1,
+                processes=True,
+                memory_limit="4GiB",
+                dashboard_address=None,
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            client.wait_for_workers(2)
+            stop = threading.Event()
+
+            def sample():
+                while not stop.is_set():
+                    try:
+                        for w, rss in client.run(lambda: psutil.Process().memory_info().rss).items():
+                            peaks[w] = max(peaks.get(w, 0), rss)
+                    except Exception:  # a worker restarting: keep sampling the others
+                        pass
+                    stop.wait(0.5)
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+            with PeakRSS() as rss, client.as_current(), dask.config.set(scheduler=client.get):
+                t0 = time.perf_counter()
+                g = knn_graph(str(store), K, partitions=partitions, random_state=0)
+                g.to_zarr(str(out))
+                seconds = time.perf_counter() - t0
+            stop.set()
+            sampler.join()
+        import zarr
+
+        ind = zarr.open_group(str(out), mode="r")["indices"]
+        rows = np.sort(np.random.default_rng(1).choice(n, N_RECALL, replace=False))
+        found = np.asarray(ind.oindex[rows])
+        t0 = time.perf_counter()
+        exact = exact_rows(store, rows)
+        exact_seconds = time.perf_counter() - t0
+        recall = float(np.mean([len(np.intersect1d(f, e)) / K for f, e in zip(found, exact)]))
+        shutil.rmtree(out.parent)
+        return {
+            "rows": n,
+            "partitions": partitions,
+            "seconds": seconds,
+            "driver_peak_rss_mib": rss.peak / 2**20,
+            "worker_peak_rss_mib": sorted(v / 2**20 for v in peaks.values()),
+            "recall": recall,
+            "exact_seconds": exact_seconds,
+            "missing": int((found < 0).sum()),
+        }
+    raise ValueError(what)
+
+
+def run_graph(rows: int, partitions: str):
+    r = run_child(SCRIPT, "graph", str(rows), partitions, timeout=4 * 3600)
+    lines = [
+        "## kNN graph of all rows (k = 15) on 2 workers limited to 4 GiB each\n",
+        "knn_graph(store, 15, partitions=...), n_probe = 3 (default), faiss per cell; written to zarr.\n",
+        "| rows x dims | cells | wall time (s) | peak RSS per worker (MiB) | driver peak RSS (MiB) | recall@15 (5,000 rows) |",
+        "| --- | --- | --- | --- | --- | --- |",
+        f"| {r['rows']:,} x {DIM} | {r['partitions']} | {r['seconds']:.0f} | "
+        f"{', '.join(f'{v:.0f}' for v in r['worker_peak_rss_mib'])} | {r['driver_peak_rss_mib']:.0f} | "
+        f"{r['recall']:.4f} |",
+    ]
+    return r, "\n".join(lines) + "\n"
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "child":
+        print(json.dumps(child(sys.argv[2:])))
+        return
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=["graph", "all"], nargs="*", default=["all"])
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--partitions", default="auto")
+    args = ap.parse_args()
+    name = "partitioned" if args.rows == 10_000_000 else f"partitioned-trial-{args.rows}"
+    run_sections(name, {"graph": lambda: run_graph(args.rows, args.partitions)}, args.case)
+
+
+if __name__ == "__main__":
+    main()
