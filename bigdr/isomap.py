@@ -164,7 +164,7 @@ class Isomap(ExtensionEstimator):
     metric : str
         Distance for the graph (``euclidean``, ``manhattan``, ``chebyshev``,
         ``cosine``, or any metric of the neighbour search).
-    neighbor_method : {"auto", "kdtree", "brute", "nndescent"}
+    neighbor_method : {"auto", "kdtree", "brute", "faiss", "nndescent"}
         Neighbour search (:func:`bigdr.knn_graph`).
     on_disconnected : {"raise", "largest", "join"}
         What to do when the graph has several components. ``raise``: a

@@ -103,3 +103,16 @@ def test_partitioned_graph_on_a_real_cluster_equals_in_process(cluster_client, b
         remote = knn_graph(X, 8, method="kdtree", partitions=4, n_probe=None, random_state=0).compute()
     np.testing.assert_array_equal(remote[0], local[0])
     np.testing.assert_array_equal(remote[1], local[1])
+
+
+def test_every_exact_path_finds_the_same_neighbours(blobs):
+    graphs = [
+        knn_graph(blobs, 7, method="kdtree").compute(),
+        knn_graph(blobs, 7, method="brute").compute(),
+        knn_graph(blobs, 7, method="kdtree", partitions=5, n_probe=None, random_state=2).compute(),
+        knn_graph(blobs, 7, method="brute", partitions=3, n_probe=None, random_state=4).compute(),
+    ]
+    ind0, dist0 = graphs[0]
+    for ind, dist in graphs[1:]:
+        np.testing.assert_allclose(dist, dist0, rtol=1e-5, atol=1e-6)
+        assert recall(ind, ind0) > 0.999  # the same up to ties

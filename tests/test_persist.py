@@ -107,3 +107,14 @@ def test_save_unfitted_or_existing(tmp_path, rng):
     with pytest.raises(FileExistsError):
         model.save(str(tmp_path / "m"))
     model.save(str(tmp_path / "m"), overwrite=True)
+
+
+def test_a_faiss_model_saves_without_pickle_and_rebuilds_its_index(tmp_path, manifold_50d):
+    X = manifold_50d
+    model = bigdr.Isomap(n_components=2, neighbor_method="faiss", landmarks=100).fit(X[:1500])
+    model.save(str(tmp_path / "m"))
+    for f in (tmp_path / "m").rglob("*"):
+        if f.is_file():
+            assert b"\x80\x04\x95" not in f.read_bytes()  # no pickle, of the index or anything else
+    loaded = bigdr.load(str(tmp_path / "m"))
+    np.testing.assert_allclose(loaded.transform(X[1500:]), model.transform(X[1500:]), atol=1e-8)

@@ -19,7 +19,7 @@ doi:10.1162/089976603321780317
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -72,7 +72,7 @@ def laplacian(W: sp.csr_matrix, kind: str, alpha: float = 0.0) -> sp.csr_matrix:
 class Operator(NamedTuple):
     """A Laplacian to solve, with what the Nystrom extension needs from it."""
 
-    L: sp.csr_matrix  #: symmetric positive semi-definite; its smallest eigenvectors embed
+    L: Any  #: symmetric positive semi-definite (sparse, or a LinearOperator); its smallest eigenvectors embed
     q: np.ndarray  #: degrees used by new rows' alpha normalisation (``W 1``)
     d: np.ndarray | None  #: degrees of ``W_alpha`` (None for the unnormalised Laplacian)
     null_vector: np.ndarray  #: the exact eigenvector of eigenvalue 0 (a start vector for iterative solvers)
