@@ -212,7 +212,7 @@ def run_solver():
     lines = [
         "## Diffusion-map eigenproblem on the blocked operator (200k-row swiss roll, threads)\n",
         "LOBPCG (tol 1e-6, at most 2000 iterations) on graph.blocked's operator, against AMG-preconditioned",
-        f"LOBPCG on the same matrix in one process. The warm start (landmark mode, 20,000 landmarks, extended",
+        "LOBPCG on the same matrix in one process. The warm start (landmark mode, 20,000 landmarks, extended",
         f"to all rows) took {r['warm_start_seconds']:.1f} s.\n",
         "| solver | operator products | seconds | largest error of the Markov eigenvalues 2-5 against AMG |",
         "| --- | --- | --- | --- |",
