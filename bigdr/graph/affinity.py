@@ -54,6 +54,17 @@ def kernel_values(distances: np.ndarray, kernel: str, epsilon: float) -> np.ndar
     return np.ones(np.shape(distances))
 
 
+def edge_weights(distances: np.ndarray, kernel: str, epsilon: float) -> np.ndarray:
+    """Kernel values of graph edges, floored at the smallest float so that an edge between
+    exact duplicates survives sparse arithmetic (which drops explicit zeros)."""
+    return np.maximum(kernel_values(distances, kernel, epsilon), np.finfo(np.float64).tiny)
+
+
+def symmetrise(A: sp.csr_matrix, AT: sp.csr_matrix, kernel: str) -> sp.csr_matrix:
+    """The symmetric affinity from directed edges ``A`` and their reverse ``AT`` (rows of ``A.T``)."""
+    return sp.csr_matrix((A + AT) * 0.5 if kernel == "connectivity" else A.maximum(AT))
+
+
 class Affinity(NamedTuple):
     W: sp.csr_matrix  #: symmetric affinity, before alpha normalisation
     radius: np.ndarray  #: distance from each row to its k-th neighbour (decides reverse edges of new rows)
@@ -64,12 +75,9 @@ def affinity(indices: np.ndarray, distances: np.ndarray, kernel: str, epsilon: f
     """Sparse symmetric affinity of a kNN graph given as ``(n, k)`` indices and distances (self excluded)."""
     n, k = indices.shape
     rows = np.repeat(np.arange(n), k)
-    vals = kernel_values(distances, kernel, epsilon).ravel()
-    # Exact duplicates: keep the edge (sparse arithmetic drops explicit zeros).
-    vals = np.maximum(vals, np.finfo(np.float64).tiny)
+    vals = edge_weights(distances, kernel, epsilon).ravel()
     A = sp.csr_matrix((vals, (rows, indices.ravel())), shape=(n, n))
-    W = (A + A.T) * 0.5 if kernel == "connectivity" else A.maximum(A.T)
-    W = sp.csr_matrix(W)
+    W = symmetrise(A, A.T.tocsr(), kernel)
     max_degree = int(np.diff(W.indptr).max())
     if self_loops:
         W = (W + sp.identity(n, format="csr")).tocsr()

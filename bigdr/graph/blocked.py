@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._compute import compute
-from .affinity import kernel_values
+from .affinity import edge_weights, symmetrise
 from .operators import Operator
 
 
@@ -34,8 +34,7 @@ def _edges(ind: np.ndarray, dist: np.ndarray, start: int, kernel: str, epsilon: 
     n_b, k = ind.shape
     rows = np.repeat(np.arange(start, start + n_b), k)
     cols = ind.ravel().astype(np.int64)
-    # Exact duplicates keep their edge (sparse arithmetic drops explicit zeros).
-    vals = np.maximum(kernel_values(dist, kernel, epsilon).ravel(), np.finfo(np.float64).tiny)
+    vals = edge_weights(dist, kernel, epsilon).ravel()
     order = np.argsort(cols, kind="stable")
     rows, cols, vals = rows[order], cols[order], vals[order]
     cuts = np.searchsorted(cols, bounds)
@@ -43,25 +42,22 @@ def _edges(ind: np.ndarray, dist: np.ndarray, start: int, kernel: str, epsilon: 
 
 
 def _symmetrised(
-    ind: np.ndarray,
-    dist: np.ndarray,
+    own: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     start: int,
+    n_b: int,
     n: int,
     kernel: str,
-    epsilon: float,
     self_loops: bool,
     *reverse: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> sp.csr_matrix:
-    """Rows ``start .. start + n_b`` of the symmetric affinity: own edges and the reverse of others'."""
-    n_b, k = ind.shape
-    vals = np.maximum(kernel_values(dist, kernel, epsilon).ravel(), np.finfo(np.float64).tiny)
-    A = sp.csr_matrix((vals, (np.repeat(np.arange(n_b), k), ind.ravel())), shape=(n_b, n))
-    r_rows = np.concatenate([r[1] for r in reverse]) - start  # an edge (i, j) read as (j, i)
-    r_cols = np.concatenate([r[0] for r in reverse])
-    r_vals = np.concatenate([r[2] for r in reverse])
-    T = sp.csr_matrix((r_vals, (r_rows, r_cols)), shape=(n_b, n))
-    W = (A + T) * 0.5 if kernel == "connectivity" else A.maximum(T)
-    W = sp.csr_matrix(W)
+    """Rows ``start .. start + n_b`` of the symmetric affinity from the block's own edges
+    (``own``, as :func:`_edges` split them) and the edges of every block that point into it."""
+
+    def matrix(pieces: Any, row: int, col: int) -> sp.csr_matrix:
+        r, c, v = (np.concatenate([p[i] for p in pieces]) for i in (row, col, 2))
+        return sp.csr_matrix((v, (r - start, c)), shape=(n_b, n))
+
+    W = symmetrise(matrix(own, 0, 1), matrix(reverse, 1, 0), kernel)  # a reverse edge (i, j) reads (j, i)
     if self_loops:
         W = (W + sp.csr_matrix((np.ones(n_b), (np.arange(n_b), np.arange(start, start + n_b))), shape=(n_b, n))).tocsr()
     return W
@@ -132,8 +128,8 @@ def blocked_affinity(indices: Any, distances: Any, kernel: str, epsilon: float, 
     ]
     sym = dask.delayed(_symmetrised, pure=True)
     blocks = [
-        sym(i, d, int(starts[c]), n, kernel, epsilon, self_loops, *[e[c] for e in edges])
-        for c, (i, d) in enumerate(zip(ind_blocks, dist_blocks))
+        sym(edges[c], int(starts[c]), int(chunks[c]), n, kernel, self_loops, *[e[c] for e in edges])
+        for c in range(len(chunks))
     ]
     return BlockedMatrix(list(dask.persist(*blocks)), starts)
 

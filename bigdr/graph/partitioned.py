@@ -136,11 +136,10 @@ def _search_cell(
     member_ids = np.concatenate([p[1] for p in pieces])
     queries = np.concatenate([p[2] for p in pieces])
     query_ids = np.concatenate([p[3] for p in pieces])
-    width = queries.shape[1] if queries.ndim == 2 else members.shape[1]
     if len(queries) == 0 or len(members) == 0:
         empty = (np.empty(0, np.int64), np.empty((0, k), np.int64), np.empty((0, k), np.float32))
         return [empty for _ in bounds[:-1]]
-    chosen = choose_method(len(members), width, metric) if method == "auto" else method
+    chosen = choose_method(len(members), members.shape[1], metric) if method == "auto" else method
     backend = BACKENDS[chosen](metric, seed, {"build_threads": 1, **options})  # one thread per task
     backend.build(np.ascontiguousarray(members))
     kq = min(k + 1, len(members))
