@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -90,6 +92,50 @@ class PeakRSS:
         self._stop.set()
         self._thread.join()
         self.peak = max(self.peak, self._proc.memory_info().rss)
+
+
+class WorkerPeakRSS:
+    """Sample the RSS of every worker of a ``distributed.Client`` every 0.5 s while the block runs.
+
+    ``peaks_mib``: the peak of each worker, ascending.
+    """
+
+    def __init__(self, client):
+        self.client = client
+        self.peaks: dict = {}
+
+    def __enter__(self):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self):
+        import psutil
+
+        while not self._stop.wait(0.5):
+            try:
+                for w, rss in self.client.run(lambda: psutil.Process().memory_info().rss).items():
+                    self.peaks[w] = max(self.peaks.get(w, 0), rss)
+            except Exception:  # a worker restarting: keep sampling the others
+                pass
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def peaks_mib(self) -> list[float]:
+        return sorted(v / 2**20 for v in self.peaks.values())
+
+
+def run_with_empty_numba_cache(script: Path, *args: str) -> dict:
+    """:func:`run_child` with ``NUMBA_CACHE_DIR`` a new empty directory (first use pays compilation)."""
+    cache = Path(tempfile.mkdtemp(prefix="numba-cache-"))
+    try:
+        return run_child(script, *args, env={"NUMBA_CACHE_DIR": str(cache)})
+    finally:
+        shutil.rmtree(cache)
 
 
 def ru_maxrss_mib() -> float:

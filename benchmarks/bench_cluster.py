@@ -28,12 +28,11 @@ import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import DATA, PeakRSS, run_child, run_sections, swiss_roll_store  # noqa: E402
+from _harness import DATA, PeakRSS, WorkerPeakRSS, run_child, run_sections, swiss_roll_store  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 PCA_STORE = DATA / "spiked-1M-100-f32.zarr"
@@ -146,12 +145,9 @@ def child(args):
         return out
     if what == "memory":
         import dask
-        import psutil
         from distributed import Client, LocalCluster
 
         store = swiss_roll_store(10_000_000)
-        peaks: dict = {}
-        stop = threading.Event()
         with (
             LocalCluster(
                 n_workers=2,
@@ -164,27 +160,14 @@ def child(args):
             Client(cluster) as client,
             dask.config.set(scheduler=client.get),
         ):
-
-            def sample():
-                while not stop.wait(0.5):
-                    try:
-                        for w, rss in client.run(lambda: psutil.Process().memory_info().rss).items():
-                            peaks[w] = max(peaks.get(w, 0), rss)
-                    except Exception:
-                        pass
-
-            thread = threading.Thread(target=sample, daemon=True)
-            thread.start()
-            with PeakRSS() as rss:
+            with WorkerPeakRSS(client) as workers, PeakRSS() as rss:
                 t0 = time.perf_counter()
                 job("isomap", store)
                 seconds = time.perf_counter() - t0
-            stop.set()
-            thread.join()
         return {
             "seconds": seconds,
             "driver_peak_rss_mib": rss.peak / 2**20,
-            "worker_peak_rss_mib": sorted(v / 2**20 for v in peaks.values()),
+            "worker_peak_rss_mib": workers.peaks_mib,
         }
     raise ValueError(what)
 

@@ -46,7 +46,15 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import DATA, PeakRSS, ru_maxrss_mib, run_child, run_sections, swiss_roll_store  # noqa: E402
+from _harness import (  # noqa: E402
+    DATA,
+    PeakRSS,
+    ru_maxrss_mib,
+    run_child,
+    run_sections,
+    run_with_empty_numba_cache,
+    swiss_roll_store,
+)  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 K = 15
@@ -357,11 +365,7 @@ def run_backends():
     res: dict = {}
     for dataset, methods in BACKEND_CASES.items():
         for method in methods:
-            cache = Path(tempfile.mkdtemp(prefix="numba-cache-"))  # empty: first use pays compilation
-            res[f"{dataset}/{method}"] = run_child(
-                SCRIPT, "backends", dataset, method, env={"NUMBA_CACHE_DIR": str(cache)}
-            )
-            shutil.rmtree(cache)
+            res[f"{dataset}/{method}"] = run_with_empty_numba_cache(SCRIPT, "backends", dataset, method)
     lines = [
         "## Back ends: all-rows kNN graph (k = 15) in a fresh process, first use included\n",
         "Empty numba cache, imports, compilation, index build and every query, 2 vCPU: index builds use both",
@@ -377,11 +381,7 @@ def run_backends():
 
 
 def run_firstuse():
-    res = {}
-    for method in ("nndescent", "faiss"):
-        cache = Path(tempfile.mkdtemp(prefix="numba-cache-"))
-        res[method] = run_child(SCRIPT, "firstuse", method, env={"NUMBA_CACHE_DIR": str(cache)})
-        shutil.rmtree(cache)
+    res = {method: run_with_empty_numba_cache(SCRIPT, "firstuse", method) for method in ("nndescent", "faiss")}
     lines = [
         "## First use: Isomap(n_components=4) of 300k x 40 (4-D manifold) in a fresh process, empty numba cache\n",
         "| neighbour search | first fit_transform (s) | the same fit again in that process (s) | ratio | graph rows "
@@ -397,11 +397,7 @@ def run_firstuse():
 
 
 def run_cluster():
-    res = {}
-    for method in ("nndescent", "faiss"):
-        cache = Path(tempfile.mkdtemp(prefix="numba-cache-"))
-        res[method] = run_child(SCRIPT, "cluster", method, env={"NUMBA_CACHE_DIR": str(cache)})
-        shutil.rmtree(cache)
+    res = {method: run_with_empty_numba_cache(SCRIPT, "cluster", method) for method in ("nndescent", "faiss")}
     lines = [
         "## Per-worker first use: 200k rows queried (k = 15) against a 200k x 50 index on 2 worker processes\n",
         "Driver, workers and the numba cache all fresh and empty; the query is computed twice.\n",

@@ -26,14 +26,13 @@ import json
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import DATA, PeakRSS, run_child, run_sections  # noqa: E402
+from _harness import DATA, PeakRSS, WorkerPeakRSS, run_child, run_sections  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 K = 15
@@ -98,7 +97,6 @@ def child(args):
     what = args[0]
     if what == "graph":
         import dask
-        import psutil
         from distributed import Client, LocalCluster
 
         from bigdr.graph.knn import knn_graph
@@ -107,7 +105,6 @@ def child(args):
         partitions = "auto" if partitions == "auto" else int(partitions)
         store = manifold_store(n)
         out = Path(tempfile.mkdtemp(dir=DATA)) / "graph.zarr"
-        peaks: dict = {}
         with (
             LocalCluster(
                 n_workers=2,
@@ -119,26 +116,16 @@ def child(args):
             Client(cluster) as client,
         ):
             client.wait_for_workers(2)
-            stop = threading.Event()
-
-            def sample():
-                while not stop.is_set():
-                    try:
-                        for w, rss in client.run(lambda: psutil.Process().memory_info().rss).items():
-                            peaks[w] = max(peaks.get(w, 0), rss)
-                    except Exception:  # a worker restarting: keep sampling the others
-                        pass
-                    stop.wait(0.5)
-
-            sampler = threading.Thread(target=sample, daemon=True)
-            sampler.start()
-            with PeakRSS() as rss, client.as_current(), dask.config.set(scheduler=client.get):
+            with (
+                WorkerPeakRSS(client) as workers,
+                PeakRSS() as rss,
+                client.as_current(),
+                dask.config.set(scheduler=client.get),
+            ):
                 t0 = time.perf_counter()
                 g = knn_graph(str(store), K, partitions=partitions, random_state=0)
                 g.to_zarr(str(out))
                 seconds = time.perf_counter() - t0
-            stop.set()
-            sampler.join()
         import zarr
 
         ind = zarr.open_group(str(out), mode="r")["indices"]
@@ -154,7 +141,7 @@ def child(args):
             "partitions": partitions,
             "seconds": seconds,
             "driver_peak_rss_mib": rss.peak / 2**20,
-            "worker_peak_rss_mib": sorted(v / 2**20 for v in peaks.values()),
+            "worker_peak_rss_mib": workers.peaks_mib,
             "recall": recall,
             "exact_seconds": exact_seconds,
             "missing": int((found < 0).sum()),
