@@ -20,6 +20,9 @@ backends  each search back end building the all-rows k = 15 graph in a fresh
         compilation, build and queries), on 200k x 50 and 1M x 50 (5-D
         manifolds), 200k x 784 (a 10-D manifold) and the 1M-row swiss roll:
         wall time, peak RSS, recall@15 on 10,000 rows against exact neighbours.
+hnsw      faiss HNSW settings (graph degree M, efConstruction, efSearch): build
+        time, query time of 50,000 rows and recall@15 on 1,000 rows, on 200k x 50
+        (5-D manifold), 50k x 784 (10-D) and 100k x 50 (12-D), 2 OpenMP threads.
 cluster   per-worker first use: an index on 200k x 50 rows built in the
         driver, 200k other rows queried (k = 15) on a LocalCluster of 2
         worker processes x 1 thread started with an empty numba cache; the
@@ -29,7 +32,7 @@ firstuse  Isomap(n_components=4) on 300k x 40 (a 4-D manifold): fit_transform
         in a fresh process with an empty numba cache, then the same fit again
         in that process; recall@15 of the model's graph on 2,000 reference rows.
 
-Usage: python benchmarks/bench_neighbors.py [graph|sweep|query|warmup|backends|firstuse|cluster|all]
+Usage: python benchmarks/bench_neighbors.py [graph|sweep|query|warmup|backends|firstuse|hnsw|cluster|all]
 """
 
 from __future__ import annotations
@@ -256,6 +259,32 @@ def child(args):
                 ind.compute()
                 times.append(time.perf_counter() - t0)
         return {"build_seconds": build, "first_query_seconds": times[0], "again_seconds": times[1]}
+    if what == "hnsw":
+        import faiss
+        from sklearn.neighbors import NearestNeighbors
+
+        out = []
+        for n, dim, intrinsic in HNSW_DATA:
+            X = manifold(n, dim, intrinsic).astype(np.float32)
+            rows = np.random.default_rng(1).choice(n, 1000, replace=False)
+            exact = NearestNeighbors(n_neighbors=K + 1, algorithm="brute").fit(X).kneighbors(X[rows])[1][:, 1:]
+            for m, efc, efs in HNSW_SETTINGS:
+                t0 = time.perf_counter()
+                index = faiss.IndexHNSWFlat(dim, m)
+                index.hnsw.efConstruction = efc
+                index.add(X)
+                build = time.perf_counter() - t0
+                index.hnsw.efSearch = efs
+                t0 = time.perf_counter()
+                index.search(X[:50_000], K + 1)
+                query = time.perf_counter() - t0
+                found = index.search(X[rows], K + 1)[1][:, 1:]
+                out.append(
+                    {"data": f"{n // 1000}k x {dim} ({intrinsic}-D)", "m": m, "ef_construction": efc,
+                     "ef_search": efs, "build_seconds": build, "query_seconds": query,
+                     "recall": recall(found, exact)}
+                )  # fmt: skip
+        return out
     if what == "warmup":
         t = warm_numba()
         return {"seconds": t}
@@ -396,6 +425,25 @@ def run_firstuse():
     return res, "\n".join(lines) + "\n"
 
 
+HNSW_DATA = [(200_000, 50, 5), (50_000, 784, 10), (100_000, 50, 12)]
+HNSW_SETTINGS = [(32, 200, 64), (16, 64, 32), (16, 64, 64), (16, 100, 64), (24, 100, 64)]
+
+
+def run_hnsw():
+    res = run_child(SCRIPT, "hnsw")
+    lines = [
+        "## faiss HNSW settings (2 OpenMP threads; the default is M 16, efConstruction 64, efSearch 64)\n",
+        "| data | M | efConstruction | efSearch | build (s) | query 50k rows (s) | recall@15 (1,000 rows) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in res:
+        lines.append(
+            f"| {r['data']} | {r['m']} | {r['ef_construction']} | {r['ef_search']} | {r['build_seconds']:.1f} | "
+            f"{r['query_seconds']:.1f} | {r['recall']:.4f} |"
+        )
+    return res, "\n".join(lines) + "\n"
+
+
 def run_cluster():
     res = {method: run_with_empty_numba_cache(SCRIPT, "cluster", method) for method in ("nndescent", "faiss")}
     lines = [
@@ -419,7 +467,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument(
         "case",
-        choices=["graph", "sweep", "query", "warmup", "backends", "firstuse", "cluster", "all"],
+        choices=["graph", "sweep", "query", "warmup", "backends", "firstuse", "hnsw", "cluster", "all"],
         nargs="*",
         default=["all"],
     )
@@ -431,6 +479,7 @@ def main():
         "query": run_query,
         "backends": run_backends,
         "firstuse": run_firstuse,
+        "hnsw": run_hnsw,
         "cluster": run_cluster,
     }
     run_sections("neighbors", runners, args.case)
