@@ -54,6 +54,7 @@ from .graph.update import reservoir, update_knn
 from .io import as_array, from_numpy
 from .memory import MemoryEstimate, Part, check_memory, streaming
 from .nystrom import EXTEND_ROWS, NystromExtension, ratio_block
+from .spectral_partitioned import fit_partitioned
 
 #: ``landmarks="auto"``: all rows up to this many, else ``AUTO_LANDMARKS`` landmarks.
 ALL_ROWS_MAX = 1_500_000
@@ -143,6 +144,8 @@ class _SpectralBase(ExtensionEstimator):
         return np.ascontiguousarray(rows), "landmarks"
 
     def _fit(self, X: Any) -> da.Array:
+        if self.partitions is not None:
+            return fit_partitioned(self, X)
         self._check_common()
         alpha = self._alpha()
         Xd = as_array(X, name="X")
@@ -256,8 +259,8 @@ class _SpectralBase(ExtensionEstimator):
         """
         if not self.__sklearn_is_fitted__():
             return self.fit(X)
-        if not hasattr(self, "graph_indices_"):
-            raise ValueError("This model was saved without its neighbour graph (bigdr < 0.2); refit it to update.")
+        if not hasattr(self, "graph_indices_") or self.mode_ == "partitioned":
+            raise ValueError("This model has no graph to update (fitted with partitions, or by bigdr < 0.2); refit it.")
         Xd = as_array(X, name="X", min_rows=1)
         check_n_features(Xd.shape[1], self.n_features_in_, type(self).__name__)
         n_b, start = Xd.shape[0], self.n_samples_seen_
@@ -325,7 +328,7 @@ class _SpectralBase(ExtensionEstimator):
             float(self._fitted("alpha_", self._alpha)),
             self._fitted("operator_", lambda: self._kind),
             self.eigenvectors_,
-            self.laplacian_eigenvalues_,
+            self._fitted("extension_eigenvalues_", lambda: self.laplacian_eigenvalues_),
             self._fitted("scale_", lambda: self._scale(self.laplacian_eigenvalues_)),
             self.reference_rows_,
             metric,
@@ -411,6 +414,11 @@ class DiffusionMap(_SpectralBase):
     metric, neighbor_method : neighbour search (:func:`bigdr.knn_graph`).
     on_disconnected : {"warn", "raise"}
     random_state : int
+    partitions : None, int or "auto"
+        None: the graph is built in this process. An int or ``"auto"``: every
+        row is embedded from the graph of all rows, built by cells on the
+        workers (:func:`bigdr.knn_graph`), with LOBPCG on the operator held
+        in row blocks (:mod:`bigdr.spectral_partitioned`).
 
     Attributes
     ----------
@@ -419,7 +427,8 @@ class DiffusionMap(_SpectralBase):
     embedding_ : (n, n_components), when ``X`` is in memory
     epsilon_ : float, the scale used
     n_unit_eigenvalues_ : int, how many eigenvalues equal 1 (components of the graph)
-    mode_ : {"all-rows", "landmarks"}
+    mode_ : {"all-rows", "landmarks", "partitioned"}
+    landmark_residual_, all_rows_epsilon_ : with ``partitions`` (:mod:`bigdr.spectral_partitioned`)
     intrinsic_dimension_ : float, Levina-Bickel estimate of the manifold's dimension from the graph
     """
 
@@ -440,6 +449,7 @@ class DiffusionMap(_SpectralBase):
         neighbor_method: str = "auto",
         on_disconnected: str = "warn",
         random_state: int = 0,
+        partitions: Any = None,
     ) -> None:
         self.n_components = n_components
         self.n_neighbors = n_neighbors
@@ -452,6 +462,7 @@ class DiffusionMap(_SpectralBase):
         self.neighbor_method = neighbor_method
         self.on_disconnected = on_disconnected
         self.random_state = random_state
+        self.partitions = partitions
 
     def _alpha(self) -> float:
         return check_alpha(self.alpha)
@@ -489,7 +500,7 @@ class SpectralEmbedding(_SpectralBase):
         D^-1/2 W D^-1/2``. ``unnormalized``: of ``D - W``.
     epsilon : "auto" or float
         Kernel scale of the ``gaussian`` affinity.
-    landmarks, eigen_solver, metric, neighbor_method, on_disconnected, random_state
+    landmarks, eigen_solver, metric, neighbor_method, on_disconnected, random_state, partitions
         As in :class:`DiffusionMap`.
 
     Attributes
@@ -513,6 +524,7 @@ class SpectralEmbedding(_SpectralBase):
         neighbor_method: str = "auto",
         on_disconnected: str = "warn",
         random_state: int = 0,
+        partitions: Any = None,
     ) -> None:
         self.n_components = n_components
         self.affinity = affinity
@@ -525,6 +537,7 @@ class SpectralEmbedding(_SpectralBase):
         self.neighbor_method = neighbor_method
         self.on_disconnected = on_disconnected
         self.random_state = random_state
+        self.partitions = partitions
 
     @property
     def _kernel(self) -> str:  # type: ignore[override]  # a class attribute in DiffusionMap

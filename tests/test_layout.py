@@ -35,6 +35,7 @@ LAYERS = {
     "bigdr.mds": 6,
     "bigdr.isomap": 6,
     "bigdr.spectral": 6,
+    "bigdr.spectral_partitioned": 6,
     "bigdr.projection": 6,
     "bigdr.persist": 7,
     "bigdr.methods": 7,

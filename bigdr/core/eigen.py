@@ -38,7 +38,9 @@ class Eigenpairs(NamedTuple):
     vectors: np.ndarray  #: (n, k) orthonormal columns; the largest-magnitude entry of each is positive
     negative_mass: float = 0.0  #: absolute sum of the negative values over that of all values computed
     complete: bool = True  #: whether the whole spectrum was computed
-    residual: float = 0.0  #: largest ``|A v - lambda v| / |lambda|`` of the pairs checked (0: exact solver)
+    #: largest ``|A v - lambda v| / |lambda|`` of the pairs checked (0: exact solver); absolute
+    #: ``|A v - lambda v|`` from LOBPCG in :func:`smallest_eigh`, whose eigenvalues approach 0
+    residual: float = 0.0
 
 
 def flip_signs(vectors: np.ndarray) -> np.ndarray:
@@ -243,4 +245,4 @@ def smallest_eigh(
             ConvergenceWarning,
             stacklevel=3,
         )
-    return Eigenpairs(w, flip_signs(V), 0.0, False)
+    return Eigenpairs(w, flip_signs(V), 0.0, False, residual)
