@@ -84,6 +84,19 @@ def _compute_with_progress(collections, kwargs):
         return dask.compute(*collections, **kwargs)
 
 
+def shared(value: Any) -> Any:
+    """``value`` as one input every task of a graph can read.
+
+    On a cluster it is scattered to every worker at once (a future), so it
+    does not travel through the scheduler and from worker to worker with the
+    tasks; otherwise it is one delayed key.
+    """
+    client = _distributed_client()
+    if client is not None:
+        return client.scatter(value, broadcast=True, hash=False)
+    return dask.delayed(value, traverse=False)
+
+
 def parallelism() -> int:
     """How many tasks the current scheduler runs at once (worker threads in all)."""
     client = _distributed_client()

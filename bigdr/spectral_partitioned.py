@@ -4,25 +4,26 @@ With ``partitions`` set, :class:`~bigdr.DiffusionMap` and
 :class:`~bigdr.SpectralEmbedding` embed every row from the kNN graph of all
 rows, and no process holds the graph or the rows:
 
-1. A landmark fit (``min(100,000, n / 4)`` landmarks, the estimator's own
-   parameters) embeds every row by the Nyström extension: the start of the
-   eigensolver and the model ``transform`` uses.
+1. A landmark fit (``min(100,000, n / 4)`` landmarks drawn in one pass, the
+   estimator's own parameters) solves the eigenproblem of the landmark graph.
 2. The kNN graph of all rows is built by cells on the workers
    (:func:`bigdr.knn_graph` with ``partitions``).
 3. Kernel, symmetrisation and normalisation are formed in row blocks where the
    graph's chunks are (:func:`bigdr.graph.blocked.blocked_affinity`), with the
    same formulas as the in-process path.
-4. LOBPCG (Knyazev 2001) finds the smallest eigenpairs of ``I - S`` (or ``D -
-   W``) from the landmark start; each product ``S X`` runs blockwise on the
-   workers, and only the ``n x (d + 1)`` blocks of the iteration are in the
-   driver.
+4. The landmarks' eigenvectors are carried to every row by ``t = 8`` steps of
+   the all-rows Markov matrix (:func:`propagate`): LOBPCG's start.
+5. LOBPCG (Knyazev 2001) finds the smallest eigenpairs of ``I - S`` (or ``D -
+   W``); each product ``S X`` runs blockwise on the workers, and only the
+   ``n x (d + 1)`` blocks of the iteration are in the driver.
 
 The embedding of the training rows is the all-rows one. New rows are
-embedded by the landmark model, mapped onto the all-rows coordinates by the
-affine map fitted by least squares on every training row (``rotation_`` and
-``offset_``), since an index of all rows would not fit in one process;
-:attr:`landmark_residual_` is the relative residual of that fit, which is
-also how far the landmark mode is from the all-rows map.
+embedded by the landmark model (an index of all rows would not fit in one
+process), mapped onto the all-rows coordinates by the affine map ``y A + b``
+(``rotation_``, ``offset_``) fitted by least squares on the landmarks, where
+the landmark model's coordinates need no extension. ``landmark_residual_``
+is the relative residual of that fit; ``reference_indices_`` are the
+landmarks' row numbers.
 
 References
 ----------
@@ -49,8 +50,9 @@ from .core.dimension import intrinsic_dimension
 from .core.eigen import flip_signs, smallest_eigh
 from .exceptions import DisconnectedGraphWarning, SparseGraphWarning
 from .graph.affinity import auto_epsilon
-from .graph.blocked import blocked_affinity, blocked_operator
+from .graph.blocked import BlockedMatrix, blocked_affinity, blocked_operator
 from .graph.knn import knn_graph
+from .graph.landmarks import row_keys
 from .io import as_array, from_numpy
 from .memory import MemoryEstimate, Part, check_memory
 
@@ -60,10 +62,42 @@ START_FRACTION = 4
 #: LOBPCG on the blocked operator: residual tolerance and most iterations (one blockwise product each).
 TOL = 1e-6
 MAXITER = 3000
+#: Steps of the Markov matrix that carry the landmark fit's eigenvectors to every row (LOBPCG's start).
+STEPS = 8
 #: Rows of the graph the intrinsic dimension is estimated on (every ``n // DIMENSION_ROWS``-th).
 DIMENSION_ROWS = 200_000
 #: Blocks of n x (d + 1) floats LOBPCG holds in the driver (X, A X, residuals, directions, their products).
 DRIVER_COPIES = 12
+
+
+def landmark_rows(keys: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """The row numbers of the rows with these keys (:func:`bigdr.graph.landmarks.row_keys`), in their order."""
+    every = row_keys(0, n, seed)
+    order = np.argsort(every)
+    rows = order[np.searchsorted(every, keys, sorter=order)]
+    if not np.array_equal(every[rows], keys):  # pragma: no cover - keys are distinct uniform draws
+        raise RuntimeError("landmark keys do not match the rows' keys")
+    return rows
+
+
+def propagate(
+    B: BlockedMatrix, q: np.ndarray | None, root: np.ndarray, rows: np.ndarray, values: np.ndarray
+) -> np.ndarray:
+    """Values known on ``rows`` spread to every row by ``STEPS`` steps of the Markov matrix.
+
+    ``M^t [values on rows, 0 elsewhere] / M^t [1 on rows, 0 elsewhere]``: per row,
+    the average of the known values the random walk reaches in ``t`` steps
+    (0 where it reaches none). ``M = D^-1/2 S D^1/2`` when ``B`` is ``S``;
+    ``M = Q^-1 W`` when ``B`` is ``W`` (``q`` given).
+    """
+    Z = np.zeros((B.n, values.shape[1] + 1))
+    Z[rows, :-1], Z[rows, -1] = values, 1.0
+    for _ in range(STEPS):
+        Z = B.matmat(Z * root[:, None]) / root[:, None] if q is None else B.matmat(Z) / q[:, None]
+    reached = Z[:, -1] > 0
+    out = np.zeros((B.n, values.shape[1]))
+    out[reached] = Z[reached, :-1] / Z[reached, -1:]
+    return out
 
 
 def fit_partitioned(est: Any, X: Any) -> da.Array:
@@ -95,19 +129,19 @@ def fit_partitioned(est: Any, X: Any) -> da.Array:
     with warnings.catch_warnings():
         # Its advice (more landmarks) is not the user's to take here; landmark_residual_ reports the start.
         warnings.simplefilter("ignore", SparseGraphWarning)
-        Y_start = start._fit(Xd if wants_numpy(X) else X)
+        start._fit(Xd if wants_numpy(X) else X)  # lazy: only the landmarks are solved
+    landmarks = landmark_rows(start.reference_keys_, n, start.seed_)
     graph = knn_graph(Xd, k, metric=est.metric, method=est.neighbor_method,
                       random_state=est.seed_, partitions=est.partitions)  # fmt: skip
     dist = graph.distances.astype(np.float64)
     step = max(1, n // DIMENSION_ROWS)
-    kth, sample, Y0 = compute(dist[:, -1:], dist[::step], Y_start)
+    kth, sample = compute(dist[:, -1:], dist[::step])
     eps = auto_epsilon(kth) if isinstance(est.epsilon, str) else float(est.epsilon)
     kind, alpha = start.operator_, start.alpha_
-    op, _ = blocked_operator(blocked_affinity(graph.indices, dist, start.kernel_, eps, est._self_loops), kind, alpha)
-    Y0 = np.asarray(Y0)
-    placed = np.isfinite(Y0).all(axis=1)  # rows with no landmark near enough get NaN from the extension
-    phi0 = np.where(placed[:, None], Y0, 0.0) / start.scale_
+    W = blocked_affinity(graph.indices, dist, start.kernel_, eps, est._self_loops)
+    op, B = blocked_operator(W, kind, alpha)
     root = np.ones(n) if op.d is None else np.sqrt(op.d)
+    phi0 = propagate(B, op.q if op.d is None else None, root, landmarks, start.eigenvectors_)
     initial = np.column_stack([op.null_vector, phi0 * root[:, None]])
     eig = smallest_eigh(op.L, d + 1, "lobpcg", est.seed_, op.null_vector, tol=TOL, maxiter=MAXITER, initial=initial)
     mu, U = eig.values, eig.vectors
@@ -132,10 +166,15 @@ def fit_partitioned(est: Any, X: Any) -> da.Array:
     est.all_rows_epsilon_, est.lobpcg_residual_ = eps, eig.residual
     est.n_unit_eigenvalues_ = n_unit
     est.intrinsic_dimension_ = intrinsic_dimension(sample)
-    design = np.column_stack([Y0[placed], np.ones(int(placed.sum()))])
-    coef, *_ = np.linalg.lstsq(design, Y[placed], rcond=None)
+    # A landmark's coordinates in the landmark model need no extension: the map is fitted on the landmarks.
+    design = np.column_stack([start.eigenvectors_ * start.scale_, np.ones(len(landmarks))])
+    if kind == "symmetric":  # SpectralEmbedding: alpha is 0, so the degrees of W are those of W_alpha
+        design[:, :d] *= np.sqrt(start.degrees_)[:, None]
+    target = Y[landmarks]
+    coef, *_ = np.linalg.lstsq(design, target, rcond=None)
     est.rotation_, est.offset_ = coef[:d], coef[d]
-    est.landmark_residual_ = float(np.linalg.norm(design @ coef - Y[placed]) / np.linalg.norm(Y[placed]))
+    est.landmark_residual_ = float(np.linalg.norm(design @ coef - target) / np.linalg.norm(target))
+    est.reference_indices_ = landmarks
     est.mode_ = "partitioned"
     est._ext = None
     if wants_numpy(X):

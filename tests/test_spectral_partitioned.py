@@ -45,11 +45,14 @@ def test_transform_is_the_landmark_model_mapped_onto_the_all_rows_map(swiss_roll
     model = _partitioned(in_process["diffusion"][0])
     Y = model.fit_transform(X)
     assert isinstance(Y, np.ndarray) and Y.shape == (len(X), 3)
+    landmarks = model.reference_indices_
+    np.testing.assert_array_equal(X[landmarks], model.reference_rows_)
     moved = model.transform(X)
-    residual = np.linalg.norm(moved - Y) / np.linalg.norm(Y)
+    on_landmarks = np.linalg.norm(moved[landmarks] - Y[landmarks]) / np.linalg.norm(Y[landmarks])
     # The affine map was fitted on exactly these rows, so its residual is the one reported.
-    assert residual == pytest.approx(model.landmark_residual_, rel=1e-6)
-    assert 0 < model.landmark_residual_ < 0.5
+    assert on_landmarks == pytest.approx(model.landmark_residual_, rel=1e-6)
+    assert 0 < model.landmark_residual_ < 0.2
+    assert np.linalg.norm(moved - Y) / np.linalg.norm(Y) < 0.5
     model.save(tmp_path / "model.zarr")
     np.testing.assert_array_equal(bigdr.load(tmp_path / "model.zarr").transform(X[:200]), moved[:200])
 

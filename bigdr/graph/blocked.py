@@ -24,7 +24,7 @@ import dask
 import numpy as np
 import scipy.sparse as sp
 
-from .._compute import compute
+from .._compute import compute, shared
 from .affinity import edge_weights, symmetrise
 from .operators import Operator
 
@@ -92,7 +92,7 @@ class BlockedMatrix:
 
     def scaled(self, left: np.ndarray, right: np.ndarray) -> BlockedMatrix:
         """``diag(left) A diag(right)``, blockwise (``right`` goes to the workers once)."""
-        right_key = dask.delayed(right, traverse=False)
+        right_key = shared(right)
         blocks = [
             dask.delayed(_scaled, pure=True)(b, left[s:e], right_key)
             for b, s, e in zip(self.blocks, self.starts[:-1], self.starts[1:])
@@ -101,7 +101,7 @@ class BlockedMatrix:
 
     def matmat(self, X: np.ndarray) -> np.ndarray:
         """``A @ X`` (``X`` n x m in the driver), the row blocks multiplied where they are held."""
-        x_key = dask.delayed(np.asarray(X), traverse=False)
+        x_key = shared(np.asarray(X))
         (parts,) = compute([dask.delayed(_product, pure=True)(b, x_key) for b in self.blocks])
         return np.vstack(parts) if X.ndim == 2 else np.concatenate(parts)
 
