@@ -66,8 +66,9 @@ MAXITER = 3000
 STEPS = 8
 #: Rows of the graph the intrinsic dimension is estimated on (every ``n // DIMENSION_ROWS``-th).
 DIMENSION_ROWS = 200_000
-#: Blocks of n x (d + 1) floats LOBPCG holds in the driver (X, A X, residuals, directions, their products).
-DRIVER_COPIES = 12
+#: Blocks of n x (d + 1) floats the driver holds at its peak (LOBPCG's blocks, degrees, the start, the
+#: embedding; calibrated: 4617 MiB measured at 5M rows, d = 5, in benchmarks/results/partitioned.md).
+DRIVER_COPIES = 20
 
 
 def landmark_rows(keys: np.ndarray, n: int, seed: int) -> np.ndarray:
@@ -101,7 +102,21 @@ def propagate(
 
 
 def fit_partitioned(est: Any, X: Any) -> da.Array:
-    """Fit ``est`` (a DiffusionMap or SpectralEmbedding) on all rows by the blocked operator; the embedding."""
+    """Fit ``est`` on every row by the blocked operator (what ``fit`` does when ``partitions`` is set).
+
+    Parameters
+    ----------
+    est : DiffusionMap or SpectralEmbedding
+        Its parameters, ``partitions`` among them; the fitted attributes are set on it.
+    X : array-like, dask array or path of a store
+
+    Returns
+    -------
+    dask.array.Array
+        The n x n_components embedding of every row (the eigenvectors ``phi_k
+        = D^-1/2 v_k`` of ``S v_k = (1 - mu_k) v_k``, scaled as the estimator
+        scales them), chunked like the rows.
+    """
     if not (est.landmarks is None or (isinstance(est.landmarks, str) and est.landmarks == "auto")):
         raise ValueError(
             f"partitions={est.partitions!r} embeds all rows; landmarks must be None or 'auto' "
