@@ -21,6 +21,7 @@ METHOD_OPTIONS = (
     "metric",
     "epsilon",
     "alpha",
+    "partitions",
 )
 #: Python parameters the command line spells otherwise (everything else: ``a_b`` -> ``--a-b``).
 FLAG_OF = {"n_landmarks": "--landmarks", "n_components": "-k/--n-components"}
@@ -53,6 +54,18 @@ def _landmarks(text: str):
         raise argparse.ArgumentTypeError(
             f"expected 'auto', 'none' (exact) or a number of landmarks; got {text!r}"
         ) from None
+
+
+def _partitions(text: str):
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a number of cells (>= 1); got {text!r}")
+    return value
 
 
 def _graph_sample(text: str):
@@ -178,6 +191,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="isomap: 'auto', 'none' (exact) or a count; landmark-mds: a count (default 500); "
         "diffusion-map, spectral-embedding: 'auto', 'none' (all rows) or a count",
+    )
+    f.add_argument(
+        "--partitions",
+        type=_partitions,
+        default=argparse.SUPPRESS,
+        help="diffusion-map, spectral-embedding: embed every row from the graph of all rows built by cells "
+        "on the workers: 'auto' (one cell per 250,000 rows) or a number of cells",
     )
     f.add_argument(
         "--eps", type=float, default=argparse.SUPPRESS, help="gaussian-rp, sparse-rp: distortion for -k auto"

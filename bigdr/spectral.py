@@ -367,17 +367,20 @@ class _SpectralBase(ExtensionEstimator):
         Y = self._fit(X)
         return self.embedding_ if wants_numpy(X) else Y
 
+    def _graph_rows(self) -> int:
+        return self.n_samples_seen_ if self.mode_ == "partitioned" else len(self.reference_rows_)
+
     def summary(self) -> dict[str, Any]:
         return {
             "eigenvalues": self.eigenvalues_.tolist(),
             "epsilon": self.epsilon_,
             "mode": self.mode_,
-            "graph_rows": len(self.reference_rows_),
+            "graph_rows": self._graph_rows(),
         }
 
     def describe(self) -> str:
         return (
-            f"{type(self).__name__} ({self.mode_}, graph of {len(self.reference_rows_)} rows): "
+            f"{type(self).__name__} ({self.mode_}, graph of {self._graph_rows()} rows): "
             f"eigenvalues {[round(float(v), 6) for v in self.eigenvalues_]}"
         )
 

@@ -181,6 +181,14 @@ def test_isomap_and_landmark_mds_through_the_cli(tmp_path, capsys):
     )
     dm = zarr.open(str(tmp_path / "dm.zarr"), mode="r")
     assert dm.attrs["mode"] == "landmarks" and abs(spearmanr(dm[:, 0], t).statistic) > 0.99
+    argv = ["fit-transform", str(roll), str(tmp_path / "all.zarr"), "--dataset", "X", "--method", "diffusion-map"]
+    assert main(argv + ["--partitions", "2", "--n-neighbors", "12"]) == 0
+    assert "DiffusionMap (partitioned, graph of 6000 rows)" in capsys.readouterr().out
+    every = zarr.open(str(tmp_path / "all.zarr"), mode="r")
+    assert every.attrs["mode"] == "partitioned" and abs(spearmanr(every[:, 0], t).statistic) > 0.99
+    with pytest.raises(SystemExit) as refused:  # argparse: usage and the reason, exit status 2
+        main(argv[:2] + [str(tmp_path / "no.zarr")] + argv[3:] + ["--partitions", "0"])
+    assert refused.value.code == 2 and not (tmp_path / "no.zarr").exists()
 
 
 def test_options_not_given_keep_the_method_defaults(spiked_store, tmp_path):
