@@ -1,0 +1,70 @@
+"""Positive semi-definite kernels on in-memory blocks, and random Fourier features of the shift-invariant ones.
+
+``kernel_block(A, B, ...)`` is the ``len(A) x len(B)`` block of one of the
+kernels of scikit-learn's ``KernelPCA`` (same names, same formulas):
+
+* ``rbf``: ``exp(-gamma |a - b|^2)``
+* ``laplacian``: ``exp(-gamma |a - b|_1)``
+* ``poly``: ``(gamma <a, b> + coef0)^degree``
+* ``sigmoid``: ``tanh(gamma <a, b> + coef0)`` (not positive semi-definite in general)
+* ``cosine``: ``<a, b> / (|a| |b|)``
+* ``linear``: ``<a, b>``
+
+``fourier_features`` maps rows to ``z(x) = sqrt(2 / D) cos(x W + b)`` with
+``W`` drawn from the kernel's spectral density (Gaussian ``N(0, 2 gamma)`` for
+rbf, Cauchy with scale ``gamma`` for laplacian) and ``b`` uniform on ``[0,
+2 pi)``, so that ``E[z(x) . z(y)] = k(x, y)`` (Rahimi & Recht 2007).
+
+References
+----------
+Rahimi, A. & Recht, B. (2007). Random features for large-scale kernel
+machines. Advances in Neural Information Processing Systems 20, 1177-1184.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .distances import pairwise_distances, unit_rows
+
+KERNELS = ("rbf", "laplacian", "poly", "sigmoid", "cosine", "linear")
+#: Kernels with a spectral density, so random Fourier features exist.
+SHIFT_INVARIANT = ("rbf", "laplacian")
+
+
+def kernel_block(
+    A: np.ndarray, B: np.ndarray, kernel: str, gamma: float, degree: float = 3, coef0: float = 1.0
+) -> np.ndarray:
+    """The kernel between the rows of ``A`` and of ``B`` (float64)."""
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    if kernel == "rbf":
+        return np.exp(-gamma * pairwise_distances(A, B, "sqeuclidean"))
+    if kernel == "laplacian":
+        return np.exp(-gamma * pairwise_distances(A, B, "manhattan"))
+    if kernel == "poly":
+        return (gamma * (A @ B.T) + coef0) ** degree
+    if kernel == "sigmoid":
+        return np.tanh(gamma * (A @ B.T) + coef0)
+    if kernel == "cosine":
+        return unit_rows(A) @ unit_rows(B).T
+    if kernel == "linear":
+        return A @ B.T
+    raise ValueError(f"kernel must be one of {KERNELS} or 'precomputed'; got {kernel!r}.")
+
+
+def fourier_weights(p: int, n_features: int, kernel: str, gamma: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``W`` (p x D) from the spectral density of the kernel and the phases ``b`` (D,)."""
+    rng = np.random.default_rng([seed, 7])
+    if kernel == "rbf":
+        W = rng.standard_normal((p, n_features)) * np.sqrt(2.0 * gamma)
+    elif kernel == "laplacian":
+        W = rng.standard_cauchy((p, n_features)) * gamma
+    else:
+        raise ValueError(f"random Fourier features need a shift-invariant kernel {SHIFT_INVARIANT}; got {kernel!r}.")
+    return W, rng.uniform(0.0, 2.0 * np.pi, n_features)
+
+
+def fourier_features(block: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``sqrt(2 / D) cos(x W + b)`` for every row of ``block``."""
+    return np.sqrt(2.0 / W.shape[1]) * np.cos(np.asarray(block, dtype=np.float64) @ W + b)

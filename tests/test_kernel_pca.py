@@ -1,0 +1,160 @@
+"""Kernel PCA against scikit-learn (exact), its approximations against exact, updates, a cluster run."""
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.decomposition import KernelPCA as SkKernelPCA
+from sklearn.metrics.pairwise import laplacian_kernel
+
+import bigdr
+
+GAMMA = 0.2
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(3)
+    latent = rng.uniform(-1, 1, (1200, 2))
+    return np.column_stack([latent, np.sin(3 * latent[:, :1]), 0.1 * rng.standard_normal((1200, 2))])
+
+
+def _aligned(Y, ref):
+    """``Y`` with each column's sign matched to ``ref`` (eigenvectors are defined up to sign)."""
+    return Y * np.sign(np.sum(Y * ref, axis=0))
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "poly", "sigmoid", "cosine", "linear"])
+def test_exact_equals_scikit_learn(data, kernel):
+    if kernel == "laplacian":  # scikit-learn's KernelPCA takes it as a precomputed kernel
+        K = laplacian_kernel(data, gamma=GAMMA)
+        ref = SkKernelPCA(4, kernel="precomputed", eigen_solver="dense").fit(K)
+        Y_ref = ref.transform(K)
+    else:
+        ref = SkKernelPCA(4, kernel=kernel, gamma=GAMMA, degree=3, coef0=1, eigen_solver="dense").fit(data)
+        Y_ref = ref.transform(data)
+    model = bigdr.KernelPCA(4, kernel=kernel, gamma=GAMMA, method="exact")
+    Y = model.fit_transform(data)
+    np.testing.assert_allclose(model.eigenvalues_, ref.eigenvalues_, rtol=1e-8)
+    np.testing.assert_allclose(_aligned(Y, Y_ref), Y_ref, atol=1e-8 * np.abs(Y_ref).max())
+    np.testing.assert_allclose(model.transform(data[:300]), Y[:300], atol=1e-10 * np.abs(Y).max())
+
+
+def test_precomputed_kernel_from_a_store(data, tmp_path):
+    K = laplacian_kernel(data, gamma=GAMMA)
+    store = tmp_path / "k.zarr"
+    bigdr.write_zarr(da.from_array(K, chunks=(300, 1200)), store)
+    model = bigdr.KernelPCA(3, kernel="precomputed")
+    Y = model.fit_transform(str(store))
+    assert isinstance(Y, da.Array) and model.method_ == "exact"
+    direct = bigdr.KernelPCA(3, kernel="laplacian", gamma=GAMMA).fit_transform(data)
+    np.testing.assert_allclose(Y.compute(), direct, atol=1e-10)
+    np.testing.assert_allclose(model.transform(K[:50]), direct[:50], atol=1e-10)
+
+
+def test_inverse_transform_equals_scikit_learn(data):
+    ref = SkKernelPCA(3, kernel="rbf", gamma=GAMMA, eigen_solver="dense", fit_inverse_transform=True, alpha=0.5)
+    Y_ref = ref.fit_transform(data)
+    model = bigdr.KernelPCA(3, kernel="rbf", gamma=GAMMA, method="exact", fit_inverse_transform=True, alpha=0.5)
+    Y = model.fit_transform(data)
+    signs = np.sign(np.sum(Y * Y_ref, axis=0))
+    np.testing.assert_allclose(model.inverse_transform(Y[:100]), ref.inverse_transform(Y_ref[:100]), atol=1e-8)
+    np.testing.assert_allclose(signs * Y[:5], Y_ref[:5], atol=1e-8)
+
+
+def test_gamma_scale_is_one_over_p_times_the_variance(data):
+    model = bigdr.KernelPCA(2, method="fourier", n_fourier=50).fit(data)
+    assert model.gamma_ == pytest.approx(1 / (data.shape[1] * data.var()), rel=1e-12)
+    assert bigdr.KernelPCA(2, gamma="auto", method="exact").fit(data).gamma_ == 1 / data.shape[1]
+
+
+@pytest.mark.parametrize("method, sizes", [("nystroem", (20, 100, 500)), ("fourier", (20, 200, 2000))])
+def test_approximations_approach_exact_as_they_grow(data, method, sizes):
+    exact = bigdr.KernelPCA(3, gamma=GAMMA, method="exact").fit(data).eigenvalues_
+    errors = []
+    for size in sizes:  # the variance the 3 components capture, mean over three draws (one can be lucky)
+        errors.append(np.mean([
+            abs(bigdr.KernelPCA(3, gamma=GAMMA, method=method, n_landmarks=size, n_fourier=size,
+                                random_state=seed).fit(data).eigenvalues_.sum() / exact.sum() - 1)
+            for seed in range(3)
+        ]))  # fmt: skip
+    assert errors[0] > errors[1] > errors[2] and errors[2] < 0.05
+
+
+@pytest.mark.parametrize("method", ["nystroem", "fourier"])
+def test_transform_of_training_rows_reproduces_the_embedding(data, method, tmp_path):
+    model = bigdr.KernelPCA(3, gamma=GAMMA, method=method, n_landmarks=300, n_fourier=500)
+    Y = model.fit_transform(da.from_array(data, chunks=250))
+    assert isinstance(Y, da.Array)
+    np.testing.assert_allclose(model.transform(data), Y.compute(), atol=1e-12)
+    model.save(tmp_path / "m.zarr")
+    np.testing.assert_array_equal(bigdr.load(tmp_path / "m.zarr").transform(data[:40]), model.transform(data[:40]))
+
+
+@settings(max_examples=8, deadline=None)
+@given(chunk=st.integers(37, 1200), cut=st.integers(3, 1199))
+def test_fourier_is_the_same_for_any_chunking_and_batches(data, chunk, cut):
+    whole = bigdr.KernelPCA(3, gamma=GAMMA, method="fourier", n_fourier=200).fit(data)
+    chunked = bigdr.KernelPCA(3, gamma=GAMMA, method="fourier", n_fourier=200).fit(da.from_array(data, chunks=chunk))
+    batches = bigdr.KernelPCA(3, gamma=GAMMA, method="fourier", n_fourier=200).fit(data[:cut])
+    batches.partial_fit(data[cut:])
+    for other in (chunked, batches):
+        np.testing.assert_allclose(other.eigenvalues_, whole.eigenvalues_, rtol=1e-10)
+        np.testing.assert_allclose(np.abs(other.components_), np.abs(whole.components_), atol=1e-8)
+    assert batches.n_samples_seen_ == len(data)
+
+
+def test_nystroem_partial_fit_merges_rows_exactly(data):
+    model = bigdr.KernelPCA(2, gamma=GAMMA, method="nystroem", n_landmarks=200).fit(data[:600])
+    model.partial_fit(data[600:])
+    F = model._feature_map().embed_block(data)
+    centred = F - F.mean(axis=0)
+    top = np.linalg.eigvalsh(centred.T @ centred)[::-1][:2]
+    np.testing.assert_allclose(model.eigenvalues_, top, rtol=1e-9)
+
+
+def test_fourier_on_a_real_cluster(cluster_client, data, tmp_path):
+    store = tmp_path / "x.zarr"
+    bigdr.write_zarr(da.from_array(data, chunks=(200, 5)), store)
+    local = bigdr.KernelPCA(2, gamma=GAMMA, method="fourier", n_fourier=300).fit(data)
+    with cluster_client.as_current(), dask.config.set(scheduler=cluster_client.get):
+        remote = bigdr.KernelPCA(2, gamma=GAMMA, method="fourier", n_fourier=300)
+        Y = remote.fit_transform(str(store)).compute()
+    np.testing.assert_allclose(remote.eigenvalues_, local.eigenvalues_, rtol=1e-10)
+    np.testing.assert_allclose(Y, local.transform(data), atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "params, X, match",
+    [
+        ({"gamma": 0}, None, "gamma"),
+        ({"gamma": -1.0}, None, "gamma"),
+        ({"kernel": "chi2"}, None, "kernel"),
+        ({"kernel": "poly", "method": "fourier"}, None, "shift-invariant"),
+        ({"kernel": "precomputed", "method": "nystroem"}, None, "exact only"),
+        ({"kernel": "precomputed"}, np.ones((4, 3)), "square"),
+        ({"kernel": "precomputed"}, np.triu(np.ones((4, 4))), "symmetric"),
+        ({"alpha": 0}, None, "alpha"),
+        ({"method": "eigen"}, None, "method"),
+    ],
+)
+def test_bad_input_is_refused(data, params, X, match):
+    with pytest.raises(ValueError, match=match):
+        bigdr.KernelPCA(2, **params).fit(data if X is None else X)
+
+
+def test_exact_partial_fit_solves_the_kept_and_new_rows(data):
+    model = bigdr.KernelPCA(2, gamma=GAMMA, method="exact").fit(data[:700]).partial_fit(data[700:])
+    whole = bigdr.KernelPCA(2, gamma=GAMMA, method="exact").fit(data)
+    np.testing.assert_allclose(model.eigenvalues_, whole.eigenvalues_, rtol=1e-10)
+    assert model.n_samples_seen_ == len(data)
+
+
+def test_what_a_model_cannot_do_is_refused(data):
+    exact = bigdr.KernelPCA(2, kernel="precomputed").fit(data @ data.T)
+    with pytest.raises(ValueError, match="cannot be updated"):
+        exact.partial_fit(data[:10] @ data.T)
+    with pytest.raises(ValueError, match="fit_inverse_transform=True"):
+        exact.inverse_transform(np.zeros((3, 2)))
