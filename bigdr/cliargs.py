@@ -22,6 +22,10 @@ METHOD_OPTIONS = (
     "epsilon",
     "alpha",
     "partitions",
+    "kernel",
+    "gamma",
+    "approximation",
+    "n_fourier",
 )
 #: Python parameters the command line spells otherwise (everything else: ``a_b`` -> ``--a-b``).
 FLAG_OF = {"n_landmarks": "--landmarks", "n_components": "-k/--n-components"}
@@ -66,6 +70,15 @@ def _partitions(text: str):
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected 'auto' or a number of cells (>= 1); got {text!r}")
     return value
+
+
+def _gamma(text: str):
+    if text in ("scale", "auto"):
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'scale', 'auto' or a number; got {text!r}") from None
 
 
 def _graph_sample(text: str):
@@ -189,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--landmarks",
         type=_landmarks,
         default=argparse.SUPPRESS,
-        help="isomap: 'auto', 'none' (exact) or a count; landmark-mds: a count (default 500); "
+        help="isomap: 'auto', 'none' (exact) or a count; landmark-mds: a count (default 500); kernel-pca: a count; "
         "diffusion-map, spectral-embedding: 'auto', 'none' (all rows) or a count",
     )
     f.add_argument(
@@ -199,6 +212,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="diffusion-map, spectral-embedding: embed every row from the graph of all rows built by cells "
         "on the workers: 'auto' (one cell per 250,000 rows) or a number of cells",
     )
+    f.add_argument(
+        "--kernel",
+        default=argparse.SUPPRESS,
+        choices=["rbf", "laplacian", "poly", "sigmoid", "cosine", "linear", "precomputed"],
+        help="kernel-pca: the kernel (default rbf)",
+    )
+    f.add_argument(
+        "--gamma", type=_gamma, default=argparse.SUPPRESS, help="kernel-pca: 'scale' (default), 'auto' or a number"
+    )
+    f.add_argument(
+        "--approximation",
+        default=argparse.SUPPRESS,
+        choices=["auto", "exact", "nystroem", "fourier"],
+        help="kernel-pca: exact up to 20,000 rows with 'auto', Nystroem above; or random Fourier features",
+    )
+    f.add_argument("--n-fourier", type=int, default=argparse.SUPPRESS, help="kernel-pca: random features (4000)")
     f.add_argument(
         "--eps", type=float, default=argparse.SUPPRESS, help="gaussian-rp, sparse-rp: distortion for -k auto"
     )

@@ -42,7 +42,12 @@ METHODS: dict[str, Method] = {
         Method("isomap", "isomap:Isomap", "Isomap: exact, landmarks, or a sampled graph"),
         Method("diffusion-map", "spectral:DiffusionMap", "diffusion map with Nystrom extension"),
         Method("spectral-embedding", "spectral:SpectralEmbedding", "Laplacian eigenmaps with Nystrom extension"),
-        Method("kernel-pca", "kernel_pca:KernelPCA", "kernel PCA: exact, Nystrom or random Fourier features"),
+        Method(
+            "kernel-pca",
+            "kernel_pca:KernelPCA",
+            "kernel PCA: exact, Nystrom or random Fourier features",
+            {"approximation": "method", "landmarks": "n_landmarks"},
+        ),
         Method("gaussian-rp", "projection:GaussianRandomProjection", "Gaussian random projection"),
         Method("sparse-rp", "projection:SparseRandomProjection", "sparse random projection"),
     )

@@ -354,3 +354,18 @@ def test_update_refuses_bad_rows_and_foreign_stores_changing_nothing(rolls, tmp_
         assert err.startswith("bigdr: error:") and message in err and len(err.strip().splitlines()) == 1
     assert {p: p.read_bytes() for p in snapshot} == snapshot
     assert not list(tmp_path.glob(".*"))  # nothing staged is left behind
+
+
+def test_kernel_pca_through_the_cli(spiked_store, tmp_path, capsys):
+    out, model = tmp_path / "k.zarr", tmp_path / "k-model"
+    argv = ["fit-transform", str(spiked_store), str(out), "--dataset", "X", "--method", "kernel-pca", "-k", "3"]
+    options = ["--approximation", "fourier", "--n-fourier", "300", "--gamma", "0.05", "--save-model", str(model)]
+    assert main(argv + options) == 0
+    assert "KernelPCA (fourier, rbf)" in capsys.readouterr().out
+    emb = zarr.open(str(out), mode="r")
+    X = zarr.open(str(spiked_store), mode="r")["X"][:100]
+    np.testing.assert_allclose(bigdr.load(str(model)).transform(X), emb[:100], atol=1e-10)
+    refused = tmp_path / "no.zarr"
+    argv[2] = str(refused)
+    assert main(argv + ["--approximation", "fourier", "--kernel", "poly"]) == 2 and not refused.exists()
+    assert "shift-invariant" in capsys.readouterr().err
