@@ -200,9 +200,7 @@ class KernelPCA(ExtensionEstimator):
             check_real(self.gamma, "gamma ('scale', 'auto' or a number)", 0, low_open=True)
         check_real(self.alpha, "alpha", 0, low_open=True)
         self.seed_ = resolve_seed(self.random_state)
-        method = self.method
-        if method == "auto":
-            method = "exact" if n <= EXACT_MAX or self.kernel == "precomputed" else "nystroem"
+        method = self._resolved_method(n)
         if self.kernel == "precomputed" and method != "exact":
             raise ValueError(f"kernel='precomputed' is exact only; got method={method!r}.")
         if method == "fourier" and self.kernel not in SHIFT_INVARIANT:
@@ -218,6 +216,12 @@ class KernelPCA(ExtensionEstimator):
             raise ValueError(f"n_components={self.n_components} is more than the {n} rows.")
         return method
 
+    def _resolved_method(self, n: int) -> str:
+        """``auto``: exact up to EXACT_MAX rows and for precomputed kernels, else nystroem."""
+        if self.method != "auto":
+            return str(self.method)
+        return "exact" if n <= EXACT_MAX or self.kernel == "precomputed" else "nystroem"
+
     def _gamma(self, Xd: da.Array) -> float:
         if isinstance(self.gamma, str):
             if self.gamma == "auto":
@@ -230,7 +234,7 @@ class KernelPCA(ExtensionEstimator):
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
         n, p = Xd.shape
-        method = self.method if self.method != "auto" else ("exact" if n <= EXACT_MAX else "nystroem")
+        method = self._resolved_method(n)
         if method == "exact":
             return {
                 "kernel": Part(n * n * 8, f"the {n:,} x {n:,} kernel", "method"),
