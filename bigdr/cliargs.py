@@ -26,6 +26,9 @@ METHOD_OPTIONS = (
     "gamma",
     "approximation",
     "n_fourier",
+    "variant",
+    "reg",
+    "reference_size",
 )
 #: Python parameters the command line spells otherwise (everything else: ``a_b`` -> ``--a-b``).
 FLAG_OF = {"n_landmarks": "--landmarks", "n_components": "-k/--n-components"}
@@ -195,15 +198,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--n-neighbors",
         type=int,
         default=argparse.SUPPRESS,
-        help="isomap, diffusion-map, spectral-embedding: neighbours per row in the graph "
-        "(default: the method's own, 10 or 15)",
+        help="isomap, diffusion-map, spectral-embedding, lle: neighbours per row in the graph "
+        "(default: the method's own, 5, 10 or 15)",
     )
     f.add_argument(
         "--landmarks",
         type=_landmarks,
         default=argparse.SUPPRESS,
         help="isomap: 'auto', 'none' (exact) or a count; landmark-mds: a count (default 500); kernel-pca: a count; "
-        "diffusion-map, spectral-embedding: 'auto', 'none' (all rows) or a count",
+        "diffusion-map, spectral-embedding, lle: 'auto', 'none' (all rows) or a count",
     )
     f.add_argument(
         "--partitions",
@@ -229,6 +232,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f.add_argument("--n-fourier", type=int, default=argparse.SUPPRESS, help="kernel-pca: random features (4000)")
     f.add_argument(
+        "--variant",
+        default=argparse.SUPPRESS,
+        choices=["standard", "modified", "hessian", "ltsa"],
+        help="lle: the local model (default standard)",
+    )
+    f.add_argument(
+        "--reg", type=float, default=argparse.SUPPRESS, help="lle: regulariser relative to the local trace (1e-3)"
+    )
+    f.add_argument(
+        "--reference-size",
+        type=int,
+        default=argparse.SUPPRESS,
+        help="lle with landmarks: rows among which each row's neighbours are found (100,000)",
+    )
+    f.add_argument(
         "--eps", type=float, default=argparse.SUPPRESS, help="gaussian-rp, sparse-rp: distortion for -k auto"
     )
     f.add_argument(
@@ -247,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--on-disconnected",
         choices=["raise", "warn", "largest", "join"],
         default=argparse.SUPPRESS,
-        help="isomap (raise, largest, join), diffusion-map and spectral-embedding (warn, raise): what to do "
+        help="isomap (raise, largest, join), diffusion-map, spectral-embedding and lle (warn, raise): what to do "
         "when the neighbour graph falls apart",
     )
     f.add_argument(

@@ -48,6 +48,12 @@ METHODS: dict[str, Method] = {
             "kernel PCA: exact, Nystrom or random Fourier features",
             {"approximation": "method", "landmarks": "n_landmarks"},
         ),
+        Method(
+            "lle",
+            "lle:LocallyLinearEmbedding",
+            "locally linear embedding (standard, modified, hessian, ltsa): all rows or landmarks",
+            {"variant": "method"},
+        ),
         Method("gaussian-rp", "projection:GaussianRandomProjection", "Gaussian random projection"),
         Method("sparse-rp", "projection:SparseRandomProjection", "sparse random projection"),
     )

@@ -28,13 +28,13 @@ def _merge_args(merge: Callable, *items: Any) -> Any:
 
 
 def _state_of_block(
-    block: np.ndarray, block_fn: Callable, with_offset: bool = False, block_info: Any = None
+    block: np.ndarray, *shared: Any, block_fn: Callable, with_offset: bool = False, block_info: Any = None
 ) -> np.ndarray:
     out = np.empty((1, 1), dtype=object)
     if with_offset:
-        out[0, 0] = block_fn(block, block_info[0]["array-location"][0][0])
+        out[0, 0] = block_fn(block, block_info[0]["array-location"][0][0], *shared)
     else:
-        out[0, 0] = block_fn(block)
+        out[0, 0] = block_fn(block, *shared)
     return out
 
 
@@ -44,11 +44,14 @@ def tree_reduce(
     merge: Callable,
     split_every: int = 8,
     with_offset: bool = False,
+    shared: tuple = (),
 ):
     """A dask ``Delayed`` that maps ``block_fn`` over row blocks and merges.
 
     With ``with_offset=True`` the kernel is called as ``block_fn(block,
-    first_row)``, for states that depend on global row numbers.
+    first_row)``, for states that depend on global row numbers. ``shared``:
+    graph keys (delayed objects or futures) passed after those arguments to
+    every call, so a large object travels to each worker once.
 
     ``block_fn`` runs through ``map_blocks``, so dask fuses it with the read
     of the block into one task: a block is reduced to its small state as soon
@@ -61,6 +64,7 @@ def tree_reduce(
     states = da.map_blocks(
         _state_of_block,
         X,
+        *shared,
         block_fn=block_fn,
         with_offset=with_offset,
         dtype=object,

@@ -35,6 +35,7 @@ LAYERS = {
     "bigdr.mds": 6,
     "bigdr.isomap": 6,
     "bigdr.kernel_pca": 6,
+    "bigdr.lle": 6,
     "bigdr.spectral": 6,
     "bigdr.spectral_partitioned": 6,
     "bigdr.projection": 6,

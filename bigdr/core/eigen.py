@@ -9,6 +9,8 @@ False)``). This module is the one place that chooses a solver:
 * :func:`top_eigh` (largest, dense or ARPACK),
 * :func:`smallest_eigh` (smallest of a sparse positive semi-definite matrix:
   dense, ARPACK, LOBPCG or LOBPCG with an algebraic-multigrid preconditioner),
+* :func:`factored_smallest_eigh` (smallest of ``C^T C`` given ``C``, LOBPCG
+  preconditioned by a sparse LU: locally linear embedding),
 * :func:`randomized_eigh` (an operator given as a function, e.g. one pass
   over a dask array per product),
 * :func:`scatter_eigh` and :func:`qr_eigh` (PCA's mergeable states).
@@ -166,7 +168,7 @@ def top_eigh(B: np.ndarray, k: int, random_state: Any = 0, extra: int = 10) -> E
 
 #: ``smallest_eigh(solver="auto")``: dense LAPACK up to this size, AMG-preconditioned LOBPCG above.
 DENSE_SPARSE_MAX = 2000
-SPARSE_SOLVERS = ("auto", "dense", "arpack", "lobpcg", "amg")
+SPARSE_SOLVERS = ("auto", "dense", "arpack", "shift-invert", "lobpcg", "amg")
 
 
 def smallest_eigh(
@@ -183,7 +185,9 @@ def smallest_eigh(
 
     ``dense``: LAPACK on the dense matrix (small n). ``arpack``: Lanczos on
     ``c I - L`` for its largest eigenvalues (``c`` a Gershgorin bound), to
-    tolerance 1e-10. ``lobpcg``: LOBPCG (Knyazev 2001) without
+    tolerance 1e-10. ``shift-invert``: Lanczos on ``(L + sigma I)^-1`` with
+    ``sigma`` 1e-12 of that bound, by a sparse LU (scikit-learn's solver for
+    locally linear embedding). ``lobpcg``: LOBPCG (Knyazev 2001) without
     preconditioner. ``amg``: LOBPCG preconditioned by smoothed-aggregation
     algebraic multigrid (pyamg) on ``L`` plus a tiny shift, as
     scikit-learn's ``eigen_solver="amg"``: iteration counts barely grow with
@@ -219,6 +223,14 @@ def smallest_eigh(
         w, V = eigsh(c * sp.identity(n, format="csr") - L, k=k, which="LA", v0=v0, tol=1e-10)
         order = np.argsort(c - w)
         return Eigenpairs((c - w)[order], flip_signs(V[:, order]), 0.0, False)
+    if solver == "shift-invert":
+        from scipy.sparse.linalg import eigsh
+
+        sigma = -1e-12 * float(abs(L).sum(axis=1).max())
+        v0 = known if known is not None else rng.uniform(-1, 1, n)
+        w, V = eigsh(L, k=k, sigma=sigma, which="LM", v0=v0, tol=1e-10)
+        order = np.argsort(w)
+        return Eigenpairs(w[order], flip_signs(V[:, order]), 0.0, False)
     from scipy.sparse.linalg import lobpcg
 
     X0 = rng.standard_normal((n, k)) if initial is None else np.array(initial, dtype=np.float64)
@@ -246,3 +258,80 @@ def smallest_eigh(
             stacklevel=3,
         )
     return Eigenpairs(w, flip_signs(V), 0.0, False, residual)
+
+
+def factored_smallest_eigh(
+    C: Any,
+    k: int,
+    square: Any,
+    known: np.ndarray,
+    rtol: float = 1e-5,
+    maxiter: int = 200,
+    random_state: Any = 0,
+    initial: np.ndarray | None = None,
+) -> Eigenpairs:
+    """The ``k`` smallest eigenpairs of ``M = C^T C`` orthogonal to ``known``, ascending, from the factor ``C``.
+
+    For cost matrices whose small eigenvalues sit near the rounding level of
+    the assembled ``M`` (locally linear embedding: about ``n^-2`` of its
+    largest at ``n`` rows, ``1e-15`` relative at a million rows), so that no
+    solver can find them from ``M`` itself. Here ``M`` is only ever applied
+    as ``C^T (C x)``, which keeps the small eigenvalues' relative accuracy.
+    LOBPCG (Knyazev 2001) runs on that operator, constrained orthogonal to
+    the exact null vector ``known``, preconditioned by two triangular
+    solves with a sparse LU factorisation of ``square + delta I`` (``square``:
+    an n x n matrix with ``square^T square`` close to ``M``, e.g. ``I - W``;
+    ``delta`` = 1e-12 of its largest row sum keeps the factorisation
+    defined; in double precision: a single-precision factor cannot resolve
+    eigenvalues below its rounding level). The preconditioned operator's small
+    eigenvalues are well separated, so a few dozen iterations suffice.
+    LOBPCG restarts every 10 iterations from its current vectors and stops
+    when no eigenvalue moved by more than ``rtol`` (relative) over 10.
+    ``k + 3`` vectors are iterated (guard vectors speed convergence of the
+    last wanted pair).
+    """
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import LinearOperator, lobpcg, splu
+
+    n = C.shape[1]
+    C = sp.csr_matrix(C)
+    CT = C.T.tocsr()
+    delta = 1e-12 * float(abs(square).sum(axis=1).max())
+    lu = splu(sp.csc_matrix(square) + delta * sp.identity(n, format="csc"), permc_spec="COLAMD")
+
+    def precondition(B: np.ndarray) -> np.ndarray:
+        return lu.solve(lu.solve(np.ascontiguousarray(B, dtype=np.float64), trans="T"))
+
+    def apply(B: np.ndarray) -> np.ndarray:
+        return CT @ (C @ B)
+
+    op = LinearOperator((n, n), matvec=apply, matmat=apply, dtype=np.float64)
+    P = LinearOperator((n, n), matvec=precondition, matmat=precondition, dtype=np.float64)
+    width = min(k + 3, n - 1)
+    V = as_generator(random_state).standard_normal((n, width))
+    if initial is not None:
+        V[:, : initial.shape[1]] = initial
+    Y = (known / np.linalg.norm(known)).reshape(n, 1)
+    previous = None
+    done = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # LOBPCG warns at each maxiter; checked below
+        while True:
+            w, V = lobpcg(op, V, M=P, Y=Y, largest=False, tol=1e-300, maxiter=10)
+            done += 10
+            order = np.argsort(w)
+            w, V = w[order], V[:, order]
+            if previous is not None:
+                change = np.abs(w[:k] - previous[:k]) / np.maximum(np.abs(w[:k]), np.finfo(np.float64).tiny)
+                if change.max() <= rtol or done >= maxiter:
+                    break
+            previous = w
+    if done >= maxiter and change.max() > rtol:
+        warnings.warn(
+            f"The eigensolver stopped after {maxiter} iterations with eigenvalues still moving by "
+            f"{change.max():.2g} (relative); the embedding may be inaccurate. Try more neighbours.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    residual = float(np.linalg.norm(apply(V[:, :k]) - V[:, :k] * w[:k], axis=0).max())
+    return Eigenpairs(w[:k], flip_signs(V[:, :k]), 0.0, False, residual)

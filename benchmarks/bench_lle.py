@@ -1,0 +1,170 @@
+"""Locally linear embedding (issue 14): solvers, all rows at scale, landmarks at scale, landmark accuracy.
+
+Data: the shared swiss roll (noise 0.05, float64 zarr stores made by
+``bigdr.datasets.generate``); the score is the largest |Spearman| between an
+embedding axis and the roll coordinate. Every case runs in a fresh process
+(peak RSS of that process); threads; BLAS one thread per dask thread.
+
+solvers    100,000 rows, standard LLE, k = 10, d = 2: the eigensolvers on the same
+           factor (``eigen_solver`` = lu, arpack (shift-invert, scikit-learn's),
+           amg, lobpcg): seconds of the whole fit, eigenvalues, Spearman.
+allrows    all-rows fit + embedding written to zarr: standard at 250k, 500k and 1M
+           rows; modified, hessian and ltsa at 250k (k = 10, d = 2).
+landmarks  landmark mode (2,000 landmarks, 100,000-row reference sample, the
+           defaults above 500,000 rows) on 1M and 10M rows: fit + embedding
+           written to zarr, peak RSS.
+accuracy   20,000 rows: landmark mode with m = 250 .. 4,000 landmarks (reference
+           sample = all rows) against the all-rows fit: Procrustes disparity,
+           Spearman, seconds.
+
+Usage: python benchmarks/bench_lle.py [solvers|allrows|landmarks|accuracy|all]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import DATA, PeakRSS, embed_store, run_child, run_sections, swiss_roll_store  # noqa: E402
+
+SCRIPT = Path(__file__).resolve()
+K, D = 10, 2
+
+
+def store(n: int) -> Path:
+    if n % 1_000_000 == 0:
+        return swiss_roll_store(n)
+    from bigdr.datasets import generate
+
+    path = DATA / f"lle-swissroll-{n}.zarr"
+    if not path.exists():
+        generate("swiss-roll", path, n, noise=0.05, seed=0)
+    return path
+
+
+def spearman(Y: np.ndarray, t: np.ndarray) -> float:
+    from scipy.stats import spearmanr
+
+    return float(max(abs(spearmanr(Y[:, j], t).statistic) for j in range(Y.shape[1])))
+
+
+def small(n: int) -> tuple[np.ndarray, np.ndarray]:
+    import bigdr.datasets
+
+    X, t = bigdr.datasets.make_swiss_roll(n, noise=0.05, seed=0)
+    return np.asarray(X), np.asarray(t)[:, 0]
+
+
+def child(args):
+    from bigdr import LocallyLinearEmbedding
+
+    what = args[0]
+    if what == "solver":
+        X, t = small(100_000)
+        with PeakRSS() as rss:
+            t0 = time.perf_counter()
+            model = LocallyLinearEmbedding(D, K, eigen_solver=args[1])
+            Y = model.fit_transform(X)
+            seconds = time.perf_counter() - t0
+        return {"solver": args[1], "seconds": seconds, "peak_rss_mib": rss.peak / 2**20,
+                "eigenvalues": model.eigenvalues_.tolist(), "spearman": spearman(Y, t)}  # fmt: skip
+    if what in ("allrows", "landmarks"):
+        method, n = args[1], int(args[2])
+        landmarks = None if what == "allrows" else "auto"
+        r = embed_store(LocallyLinearEmbedding(D, K, method=method, landmarks=landmarks), store(n))
+        step = max(1, n // 1_000_000)  # Spearman on at most 1M rows
+        return {"method": method, "rows": n, "seconds": r["seconds"], "fit_seconds": r["fit_seconds"],
+                "peak_rss_mib": r["peak_rss_mib"], "spearman": spearman(r["embedding"][::step], r["truth"][::step])}  # fmt: skip
+    if what == "accuracy":
+        from scipy.spatial import procrustes
+
+        X, t = small(20_000)
+        exact = LocallyLinearEmbedding(D, K, landmarks=None).fit_transform(X)
+        out = [{"m": "all rows", "seconds": None, "disparity": 0.0, "spearman": spearman(exact, t)}]
+        for m in (250, 500, 1000, 2000, 4000):
+            t0 = time.perf_counter()
+            Y = LocallyLinearEmbedding(D, K, landmarks=m, reference_size=len(X)).fit_transform(X)
+            seconds = time.perf_counter() - t0
+            out.append({"m": m, "seconds": seconds, "disparity": float(procrustes(exact, Y)[2]),
+                        "spearman": spearman(Y, t)})  # fmt: skip
+        return out
+    raise ValueError(what)
+
+
+def run_solvers():
+    rows = [run_child(SCRIPT, "solver", s, timeout=3600) for s in ("lu", "arpack", "amg", "lobpcg")]
+    lines = [
+        f"## Eigensolvers, standard LLE of 100,000 rows (k = {K}, d = {D})\n",
+        "The same factor C = I - W; the whole fit (graph, weights, solve) in one fresh process.\n",
+        "| eigen_solver | seconds | peak RSS (MiB) | eigenvalues | Spearman |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        ev = ", ".join(f"{v:.3e}" for v in r["eigenvalues"])
+        lines.append(f"| {r['solver']} | {r['seconds']:.1f} | {r['peak_rss_mib']:.0f} | {ev} | {r['spearman']:.4f} |")
+    return rows, "\n".join(lines) + "\n"
+
+
+def _scale_table(rows, title):
+    lines = [
+        title,
+        "| method | rows | fit + write (s) | fit (s) | peak RSS (MiB) | Spearman |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['method']} | {r['rows']:,} | {r['seconds']:.1f} | {r['fit_seconds']:.1f} | "
+            f"{r['peak_rss_mib']:.0f} | {r['spearman']:.4f} |"
+        )
+    return rows, "\n".join(lines) + "\n"
+
+
+def run_allrows():
+    cases = [("standard", n) for n in (250_000, 500_000, 1_000_000)]
+    cases += [(m, 250_000) for m in ("modified", "hessian", "ltsa")]
+    rows = [run_child(SCRIPT, "allrows", m, str(n), timeout=3 * 3600) for m, n in cases]
+    title = f"## All rows, swiss roll from zarr (k = {K}, d = {D}), embedding written to zarr\n"
+    return _scale_table(rows, title)
+
+
+def run_landmarks():
+    rows = [run_child(SCRIPT, "landmarks", "standard", str(n), timeout=4 * 3600) for n in (1_000_000, 10_000_000)]
+    title = (
+        f"## Landmark mode (2,000 landmarks, 100,000-row reference sample), swiss roll from zarr "
+        f"(k = {K}, d = {D})\n\nSpearman on 1M rows evenly spaced.\n"
+    )
+    return _scale_table(rows, title)
+
+
+def run_accuracy():
+    rows = run_child(SCRIPT, "accuracy", timeout=3600)
+    lines = [
+        f"## Landmark mode against all rows, 20,000-row swiss roll (k = {K}, d = {D}, reference sample = all rows)\n",
+        "| landmarks | seconds | Procrustes disparity to all rows | Spearman |",
+        "| --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        sec = "-" if r["seconds"] is None else f"{r['seconds']:.1f}"
+        lines.append(f"| {r['m']} | {sec} | {r['disparity']:.2e} | {r['spearman']:.4f} |")
+    return rows, "\n".join(lines) + "\n"
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "child":
+        print(json.dumps(child(sys.argv[2:])))
+        return
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=["solvers", "allrows", "landmarks", "accuracy", "all"], nargs="*", default=["all"])
+    args = ap.parse_args()
+    runners = {"solvers": run_solvers, "allrows": run_allrows, "landmarks": run_landmarks, "accuracy": run_accuracy}
+    run_sections("lle", runners, args.case)
+
+
+if __name__ == "__main__":
+    main()
