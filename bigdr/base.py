@@ -199,6 +199,20 @@ class ExtensionEstimator(BigdrEstimator):
     def _make_extension(self) -> Extension:
         raise NotImplementedError
 
+    def _fit(self, X: Any) -> np.ndarray | da.Array:
+        """Fit on ``X``; the lazy embedding of its rows (``embedding_`` set when ``X`` is in memory)."""
+        raise NotImplementedError
+
+    def fit(self, X: Any, y: Any = None):
+        """Fit the model on the rows of ``X`` (numpy, dask, zarr or a path)."""
+        self._fit(X)
+        return self
+
+    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | da.Array:
+        """Fit and embed the rows of ``X`` (numpy in, numpy out; lazy otherwise)."""
+        Y = self._fit(X)
+        return self.embedding_ if wants_numpy(X) else Y
+
     def _extension(self) -> Extension:
         ext = self.__dict__.get("_ext")
         if ext is None:

@@ -304,15 +304,6 @@ class Isomap(ExtensionEstimator):
         return int(lm)
 
     # -- fitting -------------------------------------------------------------------
-    def fit(self, X: Any, y: Any = None) -> Isomap:
-        """Build the graph, the landmark geodesics and the embedding of ``X``."""
-        self._fit(X)
-        return self
-
-    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | da.Array:
-        Y = self._fit(X)
-        return self.embedding_ if wants_numpy(X) else Y
-
     def _fit(self, X: Any) -> da.Array:
         self._check_params()
         for stale in ("graph_indices_", "graph_distances_", "embedding_", "_graph_index"):

@@ -411,14 +411,6 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         self.__dict__.pop("embedding_", None)
         return self
 
-    def fit(self, X: Any, y: Any = None):
-        self._fit(X)
-        return self
-
-    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | da.Array:
-        Y = self._fit(X)
-        return self.embedding_ if wants_numpy(X) else Y
-
     def summary(self) -> dict[str, Any]:
         return {
             "eigenvalues": self.eigenvalues_.tolist(),

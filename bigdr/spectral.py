@@ -359,14 +359,6 @@ class _SpectralBase(ExtensionEstimator):
         n = len(self.reference_rows_)
         return sp.csr_matrix((self.affinity_data_, self.affinity_indices_, self.affinity_indptr_), shape=(n, n))
 
-    def fit(self, X: Any, y: Any = None):
-        self._fit(X)
-        return self
-
-    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | da.Array:
-        Y = self._fit(X)
-        return self.embedding_ if wants_numpy(X) else Y
-
     def _graph_rows(self) -> int:
         return self.n_samples_seen_ if self.mode_ == "partitioned" else len(self.reference_rows_)
 

@@ -316,6 +316,8 @@ def factored_smallest_eigh(
     done = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # LOBPCG warns at each maxiter; checked below
+        # Its Gram matrices of nearly dependent blocks near convergence are expected, not a fault.
+        warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
         while True:
             w, V = lobpcg(op, V, M=P, Y=Y, largest=False, tol=1e-300, maxiter=10)
             done += 10

@@ -125,6 +125,7 @@ def open_zarr(path: str, *, dataset: str | None = None, storage_options: dict | 
     """
     import zarr
 
+    path = os.fspath(path)
     is_url = "://" in path
     if not is_url and not os.path.exists(path):
         raise FileNotFoundError(f"No such zarr store: {path!r}")
