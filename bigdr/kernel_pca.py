@@ -65,7 +65,7 @@ from ._random import resolve_seed
 from ._validation import check_choice, check_int, check_n_features, check_real
 from .base import ExtensionEstimator, wants_numpy
 from .core.eigen import flip_signs, scatter_eigh, top_eigh
-from .core.kernels import KERNELS, SHIFT_INVARIANT, fourier_features, fourier_weights, kernel_block
+from .core.kernels import KERNELS, SHIFT_INVARIANT, fourier_features, fourier_weights, kernel_block, rbf_preimage
 from .core.stats import Moments, merge_moments, moments_block
 from .extension import Extension, extend_blockwise
 from .graph.landmarks import select_landmarks
@@ -426,6 +426,55 @@ class KernelPCA(ExtensionEstimator):
         )
         return compute(out)[0] if wants_numpy(Y) else out
 
+    def preimage(self, Y: Any, n_iter: int = 100, tol: float = 1e-8) -> np.ndarray | da.Array:
+        """Rows whose rbf feature maps are nearest the points of the embedding ``Y`` (Mika et al. 1998).
+
+        The embedding ``y`` is the feature-space point ``Psi = mean + sum_k
+        y_k v_k``; written over the basis (training rows when exact,
+        landmarks for Nyström) it is ``Psi = sum_i g_i phi(b_i)``. Exact:
+        ``g = c - mean(c) + 1/n`` with ``c = A y`` (``A``: ``a_k /
+        sqrt(lambda_k)``), the centring undone. Nyström: ``g = T (mu + V y)``
+        with ``T`` the landmark map, ``mu`` the feature mean and ``V`` the
+        components. The pre-image maximises ``sum_i g_i k(z, b_i)`` by the
+        fixed-point iteration of :func:`bigdr.core.kernels.rbf_preimage`,
+        started at the basis row whose own embedding is nearest ``y``.
+        Blockwise; rbf kernel, exact or Nyström only.
+        """
+        self._check_fitted()
+        if self.kernel != "rbf" or self.method_ not in ("exact", "nystroem"):
+            raise ValueError(
+                f"preimage needs kernel='rbf' with method 'exact' or 'nystroem'; this model has "
+                f"kernel={self.kernel!r}, method {self.method_!r}. Use fit_inverse_transform=True and "
+                f"inverse_transform instead."
+            )
+        check_int(n_iter, "n_iter")
+        Yd = as_array(Y, name="Y", min_rows=1)
+        check_n_features(Yd.shape[1], len(self.eigenvalues_), type(self).__name__, "Y")
+        if len(Yd.chunks[1]) != 1:
+            Yd = Yd.rechunk({1: -1})
+        basis = self.reference_rows_
+        if self.method_ == "exact":
+            values = self.eigenvalues_
+            A = np.zeros_like(self.eigenvectors_)
+            ok = values > 0
+            A[:, ok] = self.eigenvectors_[:, ok] / np.sqrt(values[ok])
+            maps = {"A": A, "basis_embedding": self.eigenvectors_ * np.sqrt(np.clip(values, 0, None))}
+        else:
+            maps = {"T": self.nystroem_transform_, "mu": self.feature_mean_, "V": self.components_,
+                    "basis_embedding": self.transform(basis)}  # fmt: skip
+        out = da.map_blocks(
+            _preimage_block,
+            Yd,
+            shared(basis),
+            shared(maps),
+            gamma=float(self.gamma_ or 0.0),
+            n_iter=int(n_iter),
+            tol=float(tol),
+            chunks=(Yd.chunks[0], (basis.shape[1],)),
+            dtype=np.float64,
+        )
+        return compute(out)[0] if wants_numpy(Y) else out
+
     def summary(self) -> dict[str, Any]:
         return {"eigenvalues": self.eigenvalues_.tolist(), "method": self.method_, "gamma": self.gamma_}
 
@@ -433,6 +482,21 @@ class KernelPCA(ExtensionEstimator):
         return (
             f"KernelPCA ({self.method_}, {self.kernel}): eigenvalues {[float(f'{v:.6g}') for v in self.eigenvalues_]}"
         )
+
+
+def _preimage_block(
+    block: np.ndarray, basis: np.ndarray, maps: dict, gamma: float, n_iter: int, tol: float
+) -> np.ndarray:
+    Y = np.asarray(block, dtype=np.float64)
+    if "A" in maps:
+        c = Y @ maps["A"].T
+        weights = c - c.mean(axis=1, keepdims=True) + 1.0 / len(basis)
+    else:
+        weights = (maps["mu"][None, :] + Y @ maps["V"].T) @ maps["T"].T
+    emb = maps["basis_embedding"]
+    d2 = np.einsum("ij,ij->i", Y, Y)[:, None] + np.einsum("ij,ij->i", emb, emb)[None, :] - 2 * Y @ emb.T
+    start = basis[np.argmin(d2, axis=1)]
+    return rbf_preimage(weights, basis, gamma, start, n_iter, tol)
 
 
 def _ridge_block(block: np.ndarray, reference: np.ndarray, dual: np.ndarray, rule: tuple) -> np.ndarray:

@@ -158,3 +158,54 @@ def test_what_a_model_cannot_do_is_refused(data):
         exact.partial_fit(data[:10] @ data.T)
     with pytest.raises(ValueError, match="fit_inverse_transform=True"):
         exact.inverse_transform(np.zeros((3, 2)))
+
+
+@pytest.fixture(scope="module")
+def noisy_circle():
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0, 2 * np.pi, 300)
+    clean = np.column_stack([np.cos(a), np.sin(a)])
+    return clean + 0.1 * rng.standard_normal(clean.shape), clean
+
+
+def test_rbf_preimage_is_the_textbook_fixed_point(noisy_circle):
+    X, _ = noisy_circle
+    gamma = 2.0
+    model = bigdr.KernelPCA(4, gamma=gamma, method="exact").fit(X)
+    rows = np.arange(0, 300, 15)
+    Z = model.preimage(model.transform(X[rows]))
+    # Dense textbook formulas (Mika et al. 1998): kernel, centring, projection, fixed point.
+    n = len(X)
+    K = np.exp(-gamma * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    J = np.eye(n) - 1.0 / n
+    values, vectors = np.linalg.eigh(J @ K @ J)
+    alpha = vectors[:, ::-1][:, :4] / np.sqrt(values[::-1][:4])  # <alpha, Kc alpha> = 1
+    for z, i in zip(Z, rows):
+        beta = (J @ K[:, i] - J @ K @ np.ones(n) / n) @ alpha  # the projection of phi(x_i)
+        g = alpha @ beta
+        g = g - g.mean() + 1.0 / n
+        x = X[i].copy()  # the training row is the basis row nearest its own embedding
+        for _ in range(500):
+            w = g * np.exp(-gamma * ((X - x) ** 2).sum(1))
+            x = w @ X / w.sum()
+        np.testing.assert_allclose(z, x, atol=1e-6)
+    lazy = model.preimage(da.from_array(model.transform(X[rows]), chunks=7))
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_allclose(lazy.compute(), Z, atol=1e-12)
+
+
+def test_preimage_nystroem_with_every_landmark_equals_exact(noisy_circle):
+    X, _ = noisy_circle
+    exact = bigdr.KernelPCA(3, gamma=2.0, method="exact").fit(X)
+    approx = bigdr.KernelPCA(3, gamma=2.0, method="nystroem", n_landmarks=len(X)).fit(X)
+    Y = exact.transform(X[:30])
+    Ya = _aligned(approx.transform(X[:30]), Y)
+    np.testing.assert_allclose(Ya, Y, atol=1e-6)
+    np.testing.assert_allclose(approx.preimage(approx.transform(X[:30])), exact.preimage(Y), atol=1e-5)
+
+
+def test_preimage_refuses_other_kernels(noisy_circle):
+    X, _ = noisy_circle
+    model = bigdr.KernelPCA(2, kernel="laplacian", gamma=1.0).fit(X)
+    with pytest.raises(ValueError, match="rbf"):
+        model.preimage(model.transform(X[:5]))

@@ -15,8 +15,14 @@ kernels of scikit-learn's ``KernelPCA`` (same names, same formulas):
 rbf, Cauchy with scale ``gamma`` for laplacian) and ``b`` uniform on ``[0,
 2 pi)``, so that ``E[z(x) . z(y)] = k(x, y)`` (Rahimi & Recht 2007).
 
+``rbf_preimage`` finds input-space points whose rbf feature maps are closest to
+given feature-space points (Mika et al. 1998).
+
 References
 ----------
+Mika, S., Schölkopf, B., Smola, A., Müller, K.-R., Scholz, M. & Rätsch, G.
+(1998). Kernel PCA and de-noising in feature spaces. Advances in Neural
+Information Processing Systems 11, 536-542.
 Rahimi, A. & Recht, B. (2007). Random features for large-scale kernel
 machines. Advances in Neural Information Processing Systems 20, 1177-1184.
 """
@@ -68,3 +74,39 @@ def fourier_weights(p: int, n_features: int, kernel: str, gamma: float, seed: in
 def fourier_features(block: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``sqrt(2 / D) cos(x W + b)`` for every row of ``block``."""
     return np.sqrt(2.0 / W.shape[1]) * np.cos(np.asarray(block, dtype=np.float64) @ W + b)
+
+
+def rbf_preimage(
+    weights: np.ndarray, basis: np.ndarray, gamma: float, start: np.ndarray, n_iter: int = 100, tol: float = 1e-8
+) -> np.ndarray:
+    """Pre-images ``z`` of feature-space points ``Psi = sum_i g_i phi(b_i)`` under the rbf kernel, by fixed point.
+
+    ``z`` minimises ``|phi(z) - Psi|^2``, i.e. maximises ``sum_i g_i k(z, b_i)``;
+    its stationarity condition gives the iteration (Mika et al. 1998)
+
+        z <- sum_i g_i k(z, b_i) b_i / sum_i g_i k(z, b_i),   k(z, b) = exp(-gamma |z - b|^2).
+
+    ``weights``: (r, n) the ``g_i`` of each point; ``basis``: (n, p); ``start``:
+    (r, p). A row stops when it moves less than ``tol`` times the basis's
+    spread, or where the denominator vanishes (the iteration is undefined there;
+    the row keeps its last value).
+    """
+    z = np.array(start, dtype=np.float64)
+    scale = tol * float(np.sqrt(np.sum(np.var(basis, axis=0)))) or tol
+    active = np.ones(len(z), dtype=bool)
+    sq_basis = np.einsum("ij,ij->i", basis, basis)
+    for _ in range(n_iter):
+        idx = np.flatnonzero(active)
+        if not len(idx):
+            break
+        zi = z[idx]
+        d2 = np.maximum(np.einsum("ij,ij->i", zi, zi)[:, None] + sq_basis[None, :] - 2 * zi @ basis.T, 0)
+        w = weights[idx] * np.exp(-gamma * d2)
+        total = w.sum(axis=1)
+        ok = np.abs(total) > np.finfo(np.float64).tiny
+        new = zi.copy()
+        new[ok] = (w[ok] @ basis) / total[ok, None]
+        moved = np.linalg.norm(new - zi, axis=1)
+        z[idx] = new
+        active[idx[(moved <= scale) | ~ok]] = False
+    return z
