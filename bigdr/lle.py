@@ -71,16 +71,16 @@ from .io import as_array, from_numpy
 from .memory import Part, streaming
 
 #: ``landmarks="auto"``: all rows up to this many (benchmarks/results/lle.md), else ``AUTO_LANDMARKS``.
-ALL_ROWS_MAX = 500_000
+ALL_ROWS_MAX = 1_000_000
 AUTO_LANDMARKS = 2_000
 SOLVERS = ("auto", "dense", "lu", "arpack", "lobpcg", "amg")
 #: Dense LAPACK on the assembled matrix up to this many rows (``eigen_solver="auto"``).
 DENSE_MAX = 2_000
 ON_DISCONNECTED = ("warn", "raise")
 #: Memory model of the all-rows fit: bytes per row of the sparse LU of I - W (about
-#: 370 entries per row at a million rows of a 2-D manifold, k = 10), of the factor and
-#: graph, and of the eigensolver's blocks (per column).
-LU_ROW_BYTES = 370 * 16
+#: 130 entries per row in nested-dissection order at a million rows of a 2-D manifold,
+#: k = 10, and SuperLU's workspace while factorising), of the factor and graph.
+LU_ROW_BYTES = 130 * 24
 GRAPH_ROW_BYTES = 48
 PIECE_ROWS = 8_192
 
@@ -133,7 +133,7 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         None: all rows (held in this process, the graph of all rows). int
         ``m``: locally linear landmarks with ``m`` landmarks, every row
         placed from them (memory independent of n). ``"auto"``: all rows
-        up to 500,000, else 2,000 landmarks.
+        up to 1,000,000, else 2,000 landmarks.
     reference_size : int
         Landmark mode: the rows among which every row's neighbours are found
         (a uniform sample; all rows if fewer).
@@ -283,12 +283,15 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         n = len(ref)
         if k >= n or d >= n - 1:
             raise ValueError(f"{n} rows are too few for n_neighbors={k} and n_components={d}.")
-        graph = knn_graph(ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_)
-        ind, dist = graph.compute()
+        ind, dist = knn_graph(
+            ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_
+        ).compute()  # the graph's index on all rows is not kept: transform builds its own when asked
         _, _, self.n_graph_components_ = resolve_components(
             csr_from_lists(ind, dist, "union", "connectivity"), self.on_disconnected, hint="n_neighbors",
             allowed=ON_DISCONNECTED, stacklevel=5,
         )  # fmt: skip
+        threshold = empirical_threshold(dist[:, 0])
+        del dist
         self.eta_ = modified_eta(ref, ind, d) if method == "modified" else None
         C = factors(ref, ind, method, d, float(self.reg), self.eta_)
         solver = self.eigen_solver
@@ -305,7 +308,7 @@ class LocallyLinearEmbedding(ExtensionEstimator):
             values, vectors = eig.values[1:], flip_signs(eig.vectors[:, 1:])
         self.eigen_solver_ = solver
         self._set_solution(values, ref, vectors)
-        self.drift_threshold_ = empirical_threshold(dist[:, 0])
+        self.drift_threshold_ = threshold
         return vectors
 
     def _set_solution(self, values: np.ndarray, reference: np.ndarray, coordinates: np.ndarray) -> None:
@@ -377,7 +380,7 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         comparable. All-rows mode: the model is fitted again on the reference
         rows and the new ones together (graph, weights and eigenproblem of
         all of them), aligned to the previous coordinates the same way, while
-        they number at most 500,000; beyond, refit with landmarks.
+        they number at most 1,000,000; beyond, refit with landmarks.
         """
         if not self.__sklearn_is_fitted__():
             return self.fit(X)
