@@ -67,7 +67,7 @@ from .base import ExtensionEstimator, wants_numpy
 from .core.eigen import flip_signs, scatter_eigh, top_eigh
 from .core.kernels import KERNELS, SHIFT_INVARIANT, fourier_features, fourier_weights, kernel_block, rbf_preimage
 from .core.stats import Moments, merge_moments, moments_block
-from .extension import Extension, extend_blockwise
+from .extension import Extension
 from .graph.landmarks import select_landmarks
 from .io import as_array, from_numpy
 from .memory import Part, streaming
@@ -127,8 +127,23 @@ class KernelMap(Extension):
         return F if self.components is None else (F - self.mean) @ self.components
 
 
-def _moments(block: np.ndarray, first_row: int) -> Moments:
-    return moments_block(block, first_row=first_row)
+def _feature_moments(block: np.ndarray, first_row: int, features: KernelMap) -> Moments:
+    """The features' moments of one row block, formed piece by piece and merged in the task.
+
+    One state per input block: states per piece of a few thousand rows piled up
+    faster than the merge tree took them (2,441 states of 256 x 256 at 10M rows).
+    """
+    w = features.width
+    state = Moments(0, np.zeros(w), np.zeros((w, w)))
+    for s in range(0, len(block), features.piece_rows):
+        piece = moments_block(features.embed_piece(block[s : s + features.piece_rows]), first_row=first_row + s)
+        state = merge_moments(state, piece)
+    return state
+
+
+def feature_state(Xd: da.Array, features: KernelMap) -> Moments:
+    """Moments of the features of every row of ``Xd``, in one pass (tree-merged)."""
+    return compute(tree_reduce(Xd, _feature_moments, merge_moments, with_offset=True, shared=(shared(features),)))[0]
 
 
 class KernelPCA(ExtensionEstimator):
@@ -321,9 +336,7 @@ class KernelPCA(ExtensionEstimator):
             self.fourier_weights_, self.fourier_phases_ = fourier_weights(
                 Xd.shape[1], int(self.n_fourier), self.kernel, self._rule()[1], self.seed_
             )
-        F = extend_blockwise(Xd, self._feature_map(), self.n_features_in_, type(self).__name__)
-        (state,) = compute(tree_reduce(F, _moments, merge_moments, with_offset=True))
-        self._set_state(state)
+        self._set_state(feature_state(Xd, self._feature_map()))
         if k > len(self.eigenvalues_):
             raise ValueError(f"n_components={k} is more than the {len(self.eigenvalues_)} features of {method}.")
         Y = self._extend(Xd)
@@ -384,8 +397,7 @@ class KernelPCA(ExtensionEstimator):
             self._fit_exact(rows)
             self.n_samples_seen_ = rows.shape[0]
             return self
-        F = extend_blockwise(Xd, self._feature_map(), self.n_features_in_, type(self).__name__)
-        (new,) = compute(tree_reduce(F, _moments, merge_moments, with_offset=True))
+        new = feature_state(Xd, self._feature_map())
         old = Moments(int(self.feature_count_), self.feature_mean_, self.feature_scatter_)
         self._set_state(merge_moments(old, new))
         return self
