@@ -328,7 +328,7 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         frame = self._landmark_frame()
         self.eta_ = frame.eta
         (stats,) = compute(landmark_statistics(Xd, frame))
-        self.landmark_statistics_A_, self.landmark_statistics_B_ = stats.A, stats.B
+        self.landmark_statistics_A_, self.landmark_statistics_B_ = stats.A.toarray(), stats.B.toarray()
         self._solve_landmarks()
         near = frame.landmarks.index.query_block(self.sample_rows_, 2)[1]
         self.drift_threshold_ = empirical_threshold(np.where(near[:, 0] == 0, near[:, 1], near[:, 0]))
@@ -387,11 +387,12 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         Xd = as_array(X, name="X", min_rows=1)
         check_n_features(Xd.shape[1], self.n_features_in_, type(self).__name__)
         beyond = self.drift_count(Xd)
+        rule = self._drift_rule()  # the count is against the model before the update
         if self.mode_ == "landmarks":
             stats, count = compute(landmark_statistics(Xd, self._landmark_frame()), beyond)
             before = self.reference_embedding_
-            self.landmark_statistics_A_ = self.landmark_statistics_A_ + stats.A
-            self.landmark_statistics_B_ = self.landmark_statistics_B_ + stats.B
+            self.landmark_statistics_A_ = self.landmark_statistics_A_ + stats.A.toarray()
+            self.landmark_statistics_B_ = self.landmark_statistics_B_ + stats.B.toarray()
             raw = self._solve_landmarks()
             R, t = rigid_alignment(raw, before)
             self.reference_embedding_ = raw @ R + t
@@ -408,7 +409,7 @@ class LocallyLinearEmbedding(ExtensionEstimator):
             raw = self._fit_all_rows(from_numpy(rows, (len(rows),)))
             R, t = rigid_alignment(raw[: len(before)], before)
             self.reference_embedding_ = raw @ R + t
-        self.record_drift(Xd.shape[0], int(count), update=True)
+        self.record_drift(Xd.shape[0], int(count), update=True, rule=rule)
         self.n_samples_seen_ += int(Xd.shape[0])
         self._ext = None
         self.__dict__.pop("embedding_", None)

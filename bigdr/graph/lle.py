@@ -155,10 +155,14 @@ class LandmarkFrame:
 
 
 class LandmarkStats(NamedTuple):
-    """The landmark problem's mergeable statistics: ``A = (C Z)^T (C Z)``, ``B = Z^T Z``, rows summed."""
+    """The landmark problem's mergeable statistics: ``A = (C Z)^T (C Z)``, ``B = Z^T Z``, rows summed.
 
-    A: np.ndarray
-    B: np.ndarray
+    Sparse (CSR): a row touches only landmarks near it, so the m x m sums are
+    sparse and the states a pass holds at once stay small.
+    """
+
+    A: sp.csr_matrix
+    B: sp.csr_matrix
     n: int
 
 
@@ -177,7 +181,7 @@ def stats_block(block: np.ndarray, frame: LandmarkFrame) -> LandmarkStats:
     C = factor_matrix(F, J, b + len(frame.sample))
     Z_rows = frame.landmarks.matrix(rows)
     CZ = C @ sp.vstack([Z_rows, frame.Z_sample], format="csr")
-    return LandmarkStats((CZ.T @ CZ).toarray(), (Z_rows.T @ Z_rows).toarray(), b)
+    return LandmarkStats((CZ.T @ CZ).tocsr(), (Z_rows.T @ Z_rows).tocsr(), b)
 
 
 def landmark_statistics(Xd: da.Array, frame: LandmarkFrame) -> Any:
