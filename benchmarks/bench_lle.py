@@ -13,11 +13,14 @@ allrows    all-rows fit + embedding written to zarr: standard at 250k, 500k and 
 landmarks  landmark mode (2,000 landmarks, 100,000-row reference sample, the
            defaults above 1,000,000 rows) on 1M and 10M rows: fit + embedding
            written to zarr, peak RSS.
+ordering   1M rows, standard: the sparse LU of I - W in SuperLU's COLAMD order against
+           METIS nested dissection (what eigen_solver="lu" uses): entries per row, seconds,
+           peak RSS.
 accuracy   20,000 rows: landmark mode with m = 250 .. 4,000 landmarks (reference
            sample = all rows) against the all-rows fit: Procrustes disparity,
            Spearman, seconds.
 
-Usage: python benchmarks/bench_lle.py [solvers|allrows|landmarks|accuracy|all]
+Usage: python benchmarks/bench_lle.py [solvers|allrows|landmarks|ordering|accuracy|all]
 """
 
 from __future__ import annotations
@@ -83,6 +86,28 @@ def child(args):
         step = max(1, n // 1_000_000)  # Spearman on at most 1M rows
         return {"method": method, "rows": n, "seconds": r["seconds"], "fit_seconds": r["fit_seconds"],
                 "peak_rss_mib": r["peak_rss_mib"], "spearman": spearman(r["embedding"][::step], r["truth"][::step])}  # fmt: skip
+    if what == "ordering":
+        import scipy.sparse as sp
+        from scipy.sparse.linalg import splu
+
+        from bigdr.core.eigen import nested_dissection
+        from bigdr.graph.knn import knn_graph
+        from bigdr.graph.lle import factors
+
+        X, _, _ = small(1_000_000)
+        ind, _ = knn_graph(X, K).compute()
+        C = factors(X, ind, "standard", D, 1e-3) + 1e-12 * sp.identity(len(X), format="csr")
+        with PeakRSS() as rss:
+            t0 = time.perf_counter()
+            if args[1] == "colamd":
+                lu = splu(C.tocsc(), permc_spec="COLAMD")
+            else:
+                perm = nested_dissection(C)
+                lu = splu(C[perm][:, perm].tocsc(), permc_spec="NATURAL", diag_pivot_thresh=0.01,
+                          options={"SymmetricMode": True})  # fmt: skip
+            seconds = time.perf_counter() - t0
+        return {"ordering": args[1], "seconds": seconds, "peak_rss_mib": rss.peak / 2**20,
+                "per_row": (lu.L.nnz + lu.U.nnz) / len(X)}  # fmt: skip
     if what == "accuracy":
         from scipy.spatial import procrustes
 
@@ -147,6 +172,18 @@ def run_landmarks():
     return _scale_table(rows, title)
 
 
+def run_ordering():
+    rows = [run_child(SCRIPT, "ordering", o, timeout=3600) for o in ("colamd", "metis")]
+    lines = [
+        f"## Sparse LU of I - W, 1,000,000-row swiss roll (k = {K}): orderings\n",
+        "| ordering | seconds | entries of L + U per row | peak RSS (MiB) |",
+        "| --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(f"| {r['ordering']} | {r['seconds']:.1f} | {r['per_row']:.0f} | {r['peak_rss_mib']:.0f} |")
+    return rows, "\n".join(lines) + "\n"
+
+
 def run_accuracy():
     rows = run_child(SCRIPT, "accuracy", timeout=3600)
     lines = [
@@ -169,9 +206,11 @@ def main():
         print(json.dumps(child(sys.argv[2:])))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["solvers", "allrows", "landmarks", "accuracy", "all"], nargs="*", default=["all"])
+    cases = ["solvers", "allrows", "landmarks", "ordering", "accuracy", "all"]
+    ap.add_argument("case", choices=cases, nargs="*", default=["all"])
     args = ap.parse_args()
-    runners = {"solvers": run_solvers, "allrows": run_allrows, "landmarks": run_landmarks, "accuracy": run_accuracy}
+    runners = {"solvers": run_solvers, "allrows": run_allrows, "landmarks": run_landmarks,
+               "ordering": run_ordering, "accuracy": run_accuracy}  # fmt: skip
     run_sections("lle", runners, args.case)
 
 
