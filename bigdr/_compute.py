@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from typing import Any
 
 import dask
+import dask.callbacks
 from threadpoolctl import threadpool_limits
 
 
@@ -55,29 +57,88 @@ def compute(*collections: Any, **kwargs: Any) -> tuple:
         return dask.compute(*collections, **kwargs)
 
 
-_progress = False
+_progress: str | None = None
+#: Seconds between two progress lines (``progress("lines")``); dask config ``bigdr.progress-interval``.
+LINE_INTERVAL = 10.0
 
 
 @contextlib.contextmanager
-def progress(enabled: bool = True):
-    """Show a progress bar for every compute inside the block (threads or distributed)."""
+def progress(mode: bool | str = True):
+    """Report progress of every compute inside the block (threads or distributed).
+
+    ``"bar"`` (or True): a bar redrawn in place, for a terminal. ``"lines"``:
+    a plain line every 10 seconds, ``bigdr: 3,120 of 9,800 tasks (32%), 41 s``,
+    and one when the compute ends, for logs, CI and notebooks, where a bar
+    redrawn with carriage returns shows nothing or one long line. False: none.
+    """
     global _progress
-    previous, _progress = _progress, enabled
+    if mode not in (True, False, "bar", "lines"):
+        raise ValueError(f"progress must be 'bar', 'lines' or False; got {mode!r}.")
+    previous, _progress = _progress, ("bar" if mode is True else (mode or None))
     try:
         yield
     finally:
         _progress = previous
 
 
+def _line(done: int, total: int, elapsed: float, out: Any) -> None:
+    pct = 100 * done // total if total else 100
+    print(f"bigdr: {done:,} of {total:,} tasks ({pct}%), {elapsed:.0f} s", file=out, flush=True)
+
+
+class _Lines(dask.callbacks.Callback):
+    """Progress lines on dask's local schedulers."""
+
+    def __init__(self, every: float, out: Any) -> None:
+        super().__init__()
+        self.every, self.out = every, out
+
+    def _start_state(self, dsk: Any, state: dict) -> None:
+        self.t0 = self.last = time.monotonic()
+
+    def _posttask(self, key: Any, result: Any, dsk: Any, state: dict, worker_id: Any) -> None:
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            done = len(state["finished"])
+            _line(done, done + sum(len(state[k]) for k in ("ready", "waiting", "running")), now - self.t0, self.out)
+
+    def _finish(self, dsk: Any, state: dict, errored: bool) -> None:
+        if not errored and time.monotonic() - self.t0 >= self.every:
+            done = len(state["finished"])
+            _line(done, done, time.monotonic() - self.t0, self.out)
+
+
+def _distributed_lines(futures: list, every: float, out: Any) -> None:
+    """Progress lines from a cluster's scheduler while ``futures`` compute."""
+    from distributed.diagnostics.progressbar import TextProgressBar
+
+    class Lines(TextProgressBar):
+        def _draw_bar(self, remaining: int, all: int, **kwargs: Any) -> None:  # noqa: A002 - distributed's name
+            _line(all - remaining, all, self.elapsed, out)
+
+        def _draw_stop(self, **kwargs: Any) -> None:
+            pass
+
+    Lines(futures, interval=f"{every}s", complete=True)
+
+
 def _compute_with_progress(collections, kwargs):
+    every = float(dask.config.get("bigdr.progress-interval", LINE_INTERVAL))
     client = _distributed_client()
     if client is not None:
         from distributed import progress as distributed_progress
 
         futures = client.compute(list(collections), **kwargs)
-        distributed_progress(futures)
-        print(file=sys.stderr)
+        if _progress == "lines":
+            _distributed_lines(futures, every, sys.stderr)
+        else:
+            distributed_progress(futures)
+            print(file=sys.stderr)
         return tuple(client.gather(futures))
+    if _progress == "lines":
+        with _Lines(every, sys.stderr):
+            return dask.compute(*collections, **kwargs)
     from dask.diagnostics import ProgressBar
 
     with ProgressBar(minimum=1.0, out=sys.stderr):

@@ -453,7 +453,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         with (
             dask.config.set(config),
             use_scheduler(args.scheduler),
-            progress(not args.no_progress and sys.stderr.isatty()),
+            progress(False if args.no_progress else ("bar" if sys.stderr.isatty() else "lines")),
         ):
             return COMMANDS[args.command](args)
     except USER_ERRORS as exc:

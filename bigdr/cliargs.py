@@ -116,7 +116,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="where to run: 'threads' (default, or $BIGDR_SCHEDULER), 'local-cluster', "
         "a scheduler address tcp://host:port, or a scheduler file",
     )
-    p.add_argument("--no-progress", action="store_true", help="do not show progress bars")
+    p.add_argument(
+        "--no-progress",
+        "--quiet",
+        dest="no_progress",
+        action="store_true",
+        help="no progress (default: a bar on a terminal, a line every 10 s otherwise)",
+    )
     p.add_argument(
         "--memory-limit",
         default=None,

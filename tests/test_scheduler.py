@@ -23,3 +23,42 @@ def test_unreachable_scheduler_is_a_clear_error():
     with pytest.raises(ValueError, match="Cannot reach the dask scheduler.*Is it running"):
         with use_scheduler("tcp://127.0.0.1:9"):
             pass
+
+
+def _slow(block):
+    import time
+
+    time.sleep(0.05)
+    return block
+
+
+@pytest.mark.parametrize("where", ["threads", "cluster"])
+def test_progress_lines_for_logs(where, capsys, request):
+    """Progress as plain lines (for logs and CI), on threads and on a real cluster."""
+    import re
+
+    import dask.array as da
+
+    from bigdr._compute import compute, progress
+
+    X = da.ones((40, 3), chunks=(1, 3)).map_blocks(_slow)
+    with dask.config.set({"bigdr.progress-interval": 0.1}), progress("lines"):
+        if where == "cluster":
+            client = request.getfixturevalue("cluster_client")
+            with client.as_current(), dask.config.set(scheduler=client.get):
+                (total,) = compute(X.sum())
+        else:
+            (total,) = compute(X.sum())
+    assert total == 120
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) >= 2 and all(re.fullmatch(r"bigdr: [\d,]+ of [\d,]+ tasks \(\d+%\), \d+ s", ln) for ln in lines)
+    assert lines[-1].split("(")[1].startswith("100%")
+    assert "\r" not in "".join(lines)
+
+
+def test_progress_rejects_unknown_modes():
+    from bigdr._compute import progress
+
+    with pytest.raises(ValueError, match="'bar', 'lines' or False"):
+        with progress("verbose"):
+            pass
