@@ -376,10 +376,12 @@ def _print_history(model) -> None:
 
 def _cmd_demo(args) -> int:
     from .datasets import generate
+    from .io import check_output
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     data, emb, model_path, png = out / "data.zarr", out / "embedding.zarr", out / "model.zarr", out / "scree.png"
+    picture = check_output(out / "embedding.png", "png", overwrite=True)
     print(
         f"bigdr {__version__} demo: {args.n_samples} x {args.n_features} spiked-covariance data "
         f"(spikes 20, 10, 5 over unit noise), PCA with components chosen by the Marchenko-Pastur edge"
@@ -400,10 +402,53 @@ def _cmd_demo(args) -> int:
     print(f"  embedding ({shape[0]} x {model.n_components_}) written to {emb} ({t_write:.1f} s)")
     print(f"  model saved to {model_path}")
     print(f"  scree plot written to {png}")
+    t0 = time.perf_counter()
+    _draw(str(emb), picture, True, title=f"PCA of {shape[0]:,} rows: the first two components")
+    print(f"  picture of the embedding written to {picture} ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+def _draw(Y, final: Path, overwrite: bool, **kwargs) -> None:
+    """The embedding's picture, written aside and moved in (``final`` already checked)."""
+    from .io import publish, temporary_sibling
+    from .plot import embedding
+
+    tmp = temporary_sibling(final)
+    try:
+        embedding(Y, tmp, **kwargs)
+        publish(tmp, final, overwrite)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _cmd_plot(args) -> int:
+    from .io import as_array, check_output
+
+    colour_path, column = args.color_by, 0
+    if colour_path and ":" in Path(colour_path).name:
+        colour_path, _, col = colour_path.rpartition(":")
+        column = int(col)
+    inputs = [_input_file(args.embedding)] + ([_input_file(colour_path)] if colour_path else [])
+    final = check_output(args.output, "png", overwrite=args.overwrite, inputs=inputs)
+    Y = as_array(args.embedding, dataset=args.dataset, name="embedding", min_rows=1)
+    colour = None
+    if colour_path:
+        colour = as_array(colour_path, dataset=args.color_dataset, name="--color-by", min_rows=1)[:, column]
+    t0 = time.perf_counter()
+    bins = "auto" if args.bins is None else args.bins
+    try:
+        i, j = (int(c) for c in args.columns.split(","))
+    except ValueError:
+        raise ValueError(f"--columns takes two column numbers, e.g. 0,2; got {args.columns!r}.") from None
+    _draw(Y, final, args.overwrite, color_by=colour, categorical=args.categorical, bins=bins, title=args.title,
+          columns=(i, j))  # fmt: skip
+    print(f"{Y.shape[0]:,} rows drawn to {final} in {time.perf_counter() - t0:.1f} s")
     return 0
 
 
 COMMANDS = {
+    "plot": _cmd_plot,
     "generate": _cmd_generate,
     "fit-transform": _cmd_fit_transform,
     "transform": _cmd_transform,

@@ -366,6 +366,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(i)  # accepted everywhere for uniform scripts; info reads metadata only and computes nothing
 
+    pl = sub.add_parser(
+        "plot",
+        help="draw a 2-D embedding of any number of rows",
+        description="A PNG of the first two columns of EMBEDDING: rows per pixel (log scale), or the mean of a "
+        "value per pixel (--color-by), or the most frequent category per pixel (--categorical); two passes, "
+        "memory independent of the number of rows.",
+    )
+    pl.add_argument("embedding", help="the embedding: zarr store, .npy or HDF5")
+    pl.add_argument("output", help="the PNG to write")
+    pl.add_argument("--color-by", default=None, metavar="STORE[:COLUMN]",
+                    help="one number per row: a store (its first column, or COLUMN)")  # fmt: skip
+    pl.add_argument("--color-dataset", default=None, help="array inside the --color-by group (e.g. coords)")
+    pl.add_argument("--categorical", action="store_true", help="--color-by holds category codes (at most 20)")
+    pl.add_argument("--bins", type=int, default=None, help="pixels per side (default sqrt(rows)/2 within 100..800)")
+    pl.add_argument("--title", default=None)
+    pl.add_argument("--columns", default="0,1", metavar="I,J", help="the two columns drawn (default 0,1)")
+    pl.add_argument("--dataset", default=None, help="array inside the EMBEDDING group")
+    pl.add_argument("--overwrite", action="store_true", help="replace a PNG that bigdr wrote")
+    _common(pl)
+
     d = sub.add_parser(
         "demo",
         help="generate data, embed it, write the embedding and a scree plot",

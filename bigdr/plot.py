@@ -1,8 +1,9 @@
-"""Figures: the scree plot (Cattell 1966) with the Marchenko-Pastur bulk edge."""
+"""Figures: the scree plot (Cattell 1966) with the Marchenko-Pastur bulk edge, and embeddings of any size."""
 
 from __future__ import annotations
 
 import os
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,5 +32,162 @@ def scree_plot(model, path: str | os.PathLike, *, title: str | None = None) -> s
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, format="png")
+    plt.close(fig)
+    return str(path)
+
+
+#: At most this many categories get their own colour (matplotlib's tab20).
+MAX_CATEGORIES = 20
+
+
+class _Bins(NamedTuple):
+    counts: np.ndarray  # (bins, bins) rows per pixel, or (c, bins, bins) per category
+    sums: np.ndarray  # (bins, bins) sum of a continuous colour per pixel, or an empty array
+
+
+def _merge_bins(a: _Bins, b: _Bins) -> _Bins:
+    return _Bins(a.counts + b.counts, a.sums + b.sums)
+
+
+def _bin_block(block: np.ndarray, extent: tuple, bins: int, colour: str, categories: np.ndarray) -> _Bins:
+    x0, x1, y0, y1 = extent
+    ix = np.clip(((block[:, 0] - x0) / (x1 - x0) * bins).astype(np.int64), 0, bins - 1)
+    iy = np.clip(((block[:, 1] - y0) / (y1 - y0) * bins).astype(np.int64), 0, bins - 1)
+    flat = iy * bins + ix
+    if colour == "categorical":
+        code = np.searchsorted(categories, block[:, 2])
+        counts = np.bincount(code * bins * bins + flat, minlength=len(categories) * bins * bins)
+        return _Bins(counts.reshape(len(categories), bins, bins), np.zeros(0))
+    counts = np.bincount(flat, minlength=bins * bins).reshape(bins, bins)
+    sums = np.zeros(0) if colour == "none" else np.bincount(flat, block[:, 2], bins * bins).reshape(bins, bins)
+    return _Bins(counts, sums)
+
+
+def bin_embedding(
+    Y: Any,
+    *,
+    color_by: Any = None,
+    categorical: bool = False,
+    bins: int | str = "auto",
+    columns: tuple[int, int] = (0, 1),
+) -> tuple[_Bins, tuple[float, float, float, float], np.ndarray, int]:
+    """The pixel grid of :func:`embedding`: ``(bins, extent, categories, n)``, two passes over the rows."""
+    import dask.array as da
+
+    from ._compute import compute
+    from .io import as_array
+    from .reduce import tree_reduce
+
+    Yd = as_array(Y, name="embedding", min_rows=1)
+    if Yd.shape[1] < 2:
+        raise ValueError(f"The embedding has {Yd.shape[1]} column; a picture needs 2.")
+    if len(columns) != 2 or not all(0 <= int(c) < Yd.shape[1] for c in columns):
+        raise ValueError(f"columns must be two column numbers below {Yd.shape[1]}; got {columns!r}.")
+    if isinstance(bins, str) and bins == "auto":
+        bins = int(np.clip(np.sqrt(Yd.shape[0]) / 2, 100, 800))  # a few rows per pixel where they are dense
+    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or not 16 <= bins <= 4096:
+        raise ValueError(f"bins must be 'auto' or an int between 16 and 4096; got {bins!r}.")
+    cols = Yd[:, [int(c) for c in columns]].astype(np.float64)
+    colour, categories = "none", np.zeros(0)
+    if color_by is not None:
+        if isinstance(color_by, (str, os.PathLike)):
+            c = as_array(color_by, name="color_by", min_rows=1)[:, 0]
+        else:
+            c = color_by if isinstance(color_by, da.Array) else da.from_array(np.asarray(color_by))
+            c = c[:, 0] if c.ndim == 2 else c
+        if c.dtype.kind not in "biuf":
+            raise TypeError(f"color_by must hold numbers (category codes or values); got dtype {c.dtype}.")
+        if c.shape[0] != Yd.shape[0]:
+            raise ValueError(f"color_by has {c.shape[0]} values for {Yd.shape[0]} rows of the embedding.")
+        cols = da.concatenate([cols, c.astype(np.float64).rechunk((cols.chunks[0],))[:, None]], axis=1)
+        colour = "categorical" if categorical else "continuous"
+    lo, hi = cols[:, :2].min(axis=0), cols[:, :2].max(axis=0)
+    if colour == "categorical":
+        lo, hi, categories = compute(lo, hi, da.unique(cols[:, 2]))
+        if len(categories) > MAX_CATEGORIES:
+            raise ValueError(
+                f"color_by has {len(categories)} categories; at most {MAX_CATEGORIES} get their own colour. "
+                f"Drop categorical to colour by value."
+            )
+    else:
+        lo, hi = compute(lo, hi)
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        raise ValueError("The embedding holds NaN or infinite values; they cannot be drawn.")
+    span = np.where(hi > lo, hi - lo, 1.0)
+    extent = (lo[0], lo[0] + span[0] * (1 + 1e-9), lo[1], lo[1] + span[1] * (1 + 1e-9))
+
+    def block_fn(block: np.ndarray) -> _Bins:
+        return _bin_block(block, extent, bins, colour, categories)
+
+    (grid,) = compute(tree_reduce(cols, block_fn, _merge_bins))
+    return grid, extent, categories, int(Yd.shape[0])
+
+
+def embedding(
+    Y: Any,
+    path: str | os.PathLike,
+    *,
+    color_by: Any = None,
+    categorical: bool = False,
+    bins: int | str = "auto",
+    title: str | None = None,
+    columns: tuple[int, int] = (0, 1),
+) -> str:
+    """A PNG picture of a 2-D embedding of any number of rows, out of core.
+
+    Two passes over the rows (a dask graph, on threads or a cluster): the
+    extent, then counts per pixel of a ``bins x bins`` grid merged by a tree
+    reduction, so memory is a few grids whatever n is. Without ``color_by``:
+    the density of rows per pixel on a log scale with a colour bar. With a
+    continuous ``color_by`` (one value per row): each pixel's mean value.
+    With ``categorical=True``: each pixel takes the colour of its most
+    frequent category (at most 20), shaded by density, with a legend.
+
+    Parameters
+    ----------
+    Y : array, dask array, zarr store or path
+    columns : the two columns drawn (default the first two)
+    path : the PNG to write
+    color_by : array-like, dask array or path of n numbers (values or category codes), optional
+    categorical : whether ``color_by`` holds categories
+    bins : pixels per side; ``"auto"``: ``sqrt(n) / 2`` within 100..800
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
+    from matplotlib.patches import Patch
+
+    grid, extent, categories, n = bin_embedding(
+        Y, color_by=color_by, categorical=categorical, bins=bins, columns=columns
+    )
+    colour = "categorical" if categorical and color_by is not None else ("none" if color_by is None else "continuous")
+    fig, ax = plt.subplots(figsize=(7, 6), dpi=120)
+    shown = (extent[0], extent[1], extent[2], extent[3])
+    if colour == "categorical":
+        total = grid.counts.sum(axis=0)
+        palette = plt.get_cmap("tab20")(np.arange(len(categories)) % 20)
+        rgba = palette[np.argmax(grid.counts, axis=0)].copy()
+        shade = np.log1p(total) / max(np.log1p(total.max()), 1e-12)
+        rgba[..., 3] = np.where(total > 0, 0.25 + 0.75 * shade, 0.0)
+        ax.imshow(rgba, origin="lower", extent=shown, aspect="auto", interpolation="nearest")
+        labels = [f"{v:g}" for v in categories]
+        ax.legend(handles=[Patch(color=palette[i], label=labels[i]) for i in range(len(categories))],
+                  loc="best", fontsize=7, title="category")  # fmt: skip
+    elif colour == "continuous":
+        mean = np.where(grid.counts > 0, grid.sums / np.maximum(grid.counts, 1), np.nan)
+        im = ax.imshow(mean, origin="lower", extent=shown, aspect="auto", interpolation="nearest", cmap="viridis")
+        fig.colorbar(im, ax=ax, label="mean colour value per pixel")
+    else:
+        counts = np.where(grid.counts > 0, grid.counts, np.nan)
+        im = ax.imshow(counts, origin="lower", extent=shown, aspect="auto", interpolation="nearest",
+                       cmap="magma", norm=LogNorm(vmin=1, vmax=max(float(np.nanmax(counts)), 1.0)))  # fmt: skip
+        fig.colorbar(im, ax=ax, label="rows per pixel")
+    ax.set_xlabel(f"coordinate {columns[0] + 1}")
+    ax.set_ylabel(f"coordinate {columns[1] + 1}")
+    ax.set_title(title or f"Embedding of {n:,} rows")
+    fig.tight_layout()
+    fig.savefig(path, format="png", metadata={"Software": "bigdr"})
     plt.close(fig)
     return str(path)

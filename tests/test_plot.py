@@ -1,0 +1,90 @@
+"""Pictures: the embedding's pixel grid against numpy, the PNG's content, the command line."""
+
+import dask.array as da
+import numpy as np
+import pytest
+
+import bigdr
+from bigdr.cli import main
+from bigdr.plot import bin_embedding, embedding
+
+
+@pytest.fixture(scope="module")
+def roll():
+    from bigdr.datasets import make_swiss_roll
+
+    X, coords = make_swiss_roll(30_000, noise=0.05, seed=1)
+    return X.compute()[:, [0, 2]], coords.compute()[:, 0]
+
+
+def test_grid_equals_numpy_histogram(roll):
+    Y, t = roll
+    grid, extent, _, n = bin_embedding(da.from_array(Y, chunks=(7_000, 2)), bins=64)
+    assert n == len(Y) and grid.counts.sum() == len(Y)
+    expected, _, _ = np.histogram2d(Y[:, 1], Y[:, 0], bins=64, range=[extent[2:], extent[:2]])
+    np.testing.assert_array_equal(grid.counts, expected)
+    grid, _, _, _ = bin_embedding(Y, color_by=t, bins=64)
+    sums, _, _ = np.histogram2d(Y[:, 1], Y[:, 0], bins=64, range=[extent[2:], extent[:2]], weights=t)
+    np.testing.assert_allclose(grid.sums, sums, rtol=1e-12)
+
+
+def test_categories_counted_per_pixel(roll):
+    Y, t = roll
+    codes = np.digitize(t, np.quantile(t, [1 / 3, 2 / 3]))  # three categories
+    grid, _, categories, _ = bin_embedding(Y, color_by=codes, categorical=True, bins=32)
+    assert categories.tolist() == [0, 1, 2] and grid.counts.shape == (3, 32, 32)
+    np.testing.assert_array_equal(grid.counts.sum(axis=(1, 2)), np.bincount(codes))
+
+
+def _colours(path):
+    import matplotlib.image
+
+    img = matplotlib.image.imread(str(path))[..., :3]
+    return img.reshape(-1, 3)
+
+
+def test_pictures_have_content(roll, tmp_path):
+    import matplotlib.pyplot as plt
+
+    Y, t = roll
+    codes = np.digitize(t, np.quantile(t, [1 / 3, 2 / 3]))
+    for name, kwargs in [
+        ("density", {}),
+        ("value", {"color_by": t}),
+        ("categories", {"color_by": codes, "categorical": True}),
+    ]:
+        path = embedding(Y, tmp_path / f"{name}.png", bins=200, **kwargs)
+        px = _colours(path)
+        assert (px.min(axis=1) < 0.9).mean() > 0.02  # not blank: the roll covers part of the axes
+    # Each category's colour is in the picture (dense pixels are drawn opaque).
+    px = _colours(tmp_path / "categories.png")
+    palette = plt.get_cmap("tab20")(np.arange(3))[:, :3]
+    for colour in palette:
+        assert (np.abs(px - colour).max(axis=1) < 0.02).sum() > 20
+
+
+def test_bad_input(roll, tmp_path):
+    Y, t = roll
+    with pytest.raises(ValueError, match="categories"):
+        embedding(Y, tmp_path / "a.png", color_by=np.arange(len(Y)), categorical=True)
+    with pytest.raises(ValueError, match="values for"):
+        embedding(Y, tmp_path / "a.png", color_by=t[:10])
+    with pytest.raises(ValueError, match="needs 2"):
+        embedding(Y[:, :1], tmp_path / "a.png")
+    assert not (tmp_path / "a.png").exists()
+
+
+def test_command_line(roll, tmp_path, capsys):
+    Y, t = roll
+    emb, col = tmp_path / "emb.zarr", tmp_path / "t.zarr"
+    bigdr.write_zarr(da.from_array(Y, chunks=(10_000, 2)), emb)
+    bigdr.write_zarr(da.from_array(t[:, None], chunks=(10_000, 1)), col)
+    out = tmp_path / "emb.png"
+    assert main(["plot", str(emb), str(out), "--color-by", f"{col}:0", "--bins", "100"]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "30,000 rows drawn" in capsys.readouterr().out
+    assert main(["plot", str(emb), str(out)]) == 2  # exists: refused without --overwrite
+    assert "--overwrite" in capsys.readouterr().err
+    foreign = tmp_path / "notes.png"
+    foreign.write_bytes(b"not a png")
+    assert main(["plot", str(emb), str(foreign), "--overwrite"]) == 2
+    assert foreign.read_bytes() == b"not a png"
