@@ -14,6 +14,7 @@ line need no list of classes.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -37,6 +38,32 @@ def registered() -> dict[str, type[BigdrEstimator]]:
     return dict(_REGISTRY)
 
 
+def is_dataarray(X: Any) -> bool:
+    return type(X).__module__.startswith("xarray") and hasattr(X, "dims") and hasattr(X, "coords")
+
+
+def _keeps_dataarray(method: Any) -> Any:
+    """``method`` taking an xarray DataArray and giving one back: rows keep their dimension and coordinates."""
+    if getattr(method, "_keeps_dataarray", False):
+        return method
+
+    @functools.wraps(method)
+    def wrapped(self: Any, X: Any, *args: Any, **kwargs: Any) -> Any:
+        if not is_dataarray(X):
+            return method(self, X, *args, **kwargs)
+        import xarray
+
+        out = method(self, X.data, *args, **kwargs)  # numpy in, numpy out; dask in, dask out
+        dim = X.dims[0]
+        coords = {k: v for k, v in X.coords.items() if v.dims == (dim,)}
+        names = [str(n) for n in self.get_feature_names_out()] if hasattr(self, "get_feature_names_out") else None
+        coords["component"] = names if names is not None and len(names) == out.shape[1] else np.arange(out.shape[1])
+        return xarray.DataArray(out, dims=(dim, "component"), coords=coords, name=type(self).__name__.lower())
+
+    wrapped._keeps_dataarray = True  # type: ignore[attr-defined]
+    return wrapped
+
+
 class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Base class of bigdr's estimators: scikit-learn's contract, persistence, registration."""
 
@@ -49,6 +76,9 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("_abstract", False) and not cls.__name__.startswith("_"):
             _REGISTRY[cls.__name__] = cls
+        for name in ("transform", "fit_transform"):
+            if name in cls.__dict__:
+                setattr(cls, name, _keeps_dataarray(cls.__dict__[name]))
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "n_features_in_")

@@ -201,3 +201,22 @@ def test_dask_ml_incremental_drives_partial_fit(name, data):
     np.testing.assert_allclose(np.abs(inc.transform(Xd).compute()), np.abs(whole.transform(data)), atol=1e-8)
     if hasattr(whole, "n_samples_seen_"):
         assert inc.estimator_.n_samples_seen_ == len(data)
+
+
+# -- xarray ---------------------------------------------------------------------------------------
+@names
+def test_dataarray_in_dataarray_out(name, data):
+    """The sample dimension and its coordinates survive fit_transform and transform; values as numpy."""
+    import xarray as xr
+
+    rows = [f"r{i}" for i in range(len(data))]
+    A = xr.DataArray(data, dims=("cell", "feature"), coords={"cell": rows, "batch": ("cell", np.arange(600) % 3)})
+    Y = make(CLASSES[name]).fit_transform(A)
+    assert isinstance(Y, xr.DataArray) and Y.dims == ("cell", "component")
+    assert list(Y["cell"].values) == rows and Y["batch"].values.tolist() == (np.arange(600) % 3).tolist()
+    np.testing.assert_allclose(Y.values, make(CLASSES[name]).fit_transform(data), atol=1e-8)
+    est = make(CLASSES[name]).fit(data)
+    if hasattr(est, "transform"):
+        lazy = est.transform(A.chunk({"cell": 200}))
+        assert isinstance(lazy, xr.DataArray) and isinstance(lazy.data, da.Array)
+        np.testing.assert_allclose(lazy.values, est.transform(data), atol=1e-8)

@@ -168,7 +168,7 @@ def as_array(
 
     Parameters
     ----------
-    X : numpy array, dask array, zarr array, h5py dataset or str/Path
+    X : numpy array, dask array, zarr array, h5py dataset, xarray DataArray or str/Path
         A path may name a zarr store (format 2 or 3, local or fsspec URL), a
         ``.npy`` file (memory-mapped) or an HDF5 file (``file.h5:/dataset``).
     name : str
@@ -210,6 +210,8 @@ def as_array(
     """
     chunk_bytes = chunk_budget(chunk_bytes)
     base = None
+    if type(X).__module__.startswith("xarray") and hasattr(X, "dims"):
+        X = X.data  # an xarray DataArray: its numpy or dask array (rows along the first dimension)
     # An array that already went through as_array keeps its check: passing it on
     # (an estimator to the sampling pass, say) must not stack a second one.
     checked = isinstance(X, da.Array) and _is_checked(X)
