@@ -8,7 +8,7 @@ from typing import Any
 
 from ._version import __version__
 from .graph import KNNGraph, NeighborIndex, knn_graph, select_landmarks
-from .io import append_zarr, as_array, write_zarr
+from .io import append_zarr, as_array, write_obsm, write_zarr
 from .methods import METHODS
 from .persist import load
 from .projection import distortion_report, johnson_lindenstrauss_min_dim
@@ -30,6 +30,7 @@ __all__ = sorted(_ESTIMATORS) + [
     "load",
     "select_landmarks",
     "use_scheduler",
+    "write_obsm",
     "write_zarr",
 ]
 

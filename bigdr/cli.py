@@ -88,6 +88,7 @@ def _fit_transform(
     report=False,
     resume=False,
     dry_run=False,
+    obsm=None,
     **options,
 ):
     """Fit a method on a store and write the embedding; shared by ``fit-transform`` and ``demo``.
@@ -107,6 +108,12 @@ def _fit_transform(
     if model_key is not None and not save_model:
         raise ValueError("--model-key-file signs the model written by --save-model; add --save-model PATH.")
     inputs = [_input_file(input_path)]
+    if (output is None) == (obsm is None):
+        raise ValueError("Give an OUTPUT store or --obsm KEY (into the input AnnData store), one of them.")
+    if obsm is not None:
+        from .io.anndata import check_obsm
+
+        check_obsm(str(input_path), obsm, overwrite)
     outputs = {"store": output, "model": save_model, "png": scree}
     for kind, path in outputs.items():
         if path:
@@ -151,7 +158,12 @@ def _fit_transform(
             staged.append((tmp, Path(scree)))
             scree_plot(model, tmp)
         t0 = time.perf_counter()
-        write_zarr(Y, output, attrs=attrs, overwrite=overwrite, resume=resume)
+        if obsm is not None:
+            from .io import write_obsm
+
+            write_obsm(Y, input_path, obsm, overwrite=overwrite)
+        else:
+            write_zarr(Y, output, attrs=attrs, overwrite=overwrite, resume=resume)
         t_write = time.perf_counter() - t0
         for tmp, final in staged:
             publish(tmp, final, overwrite)
@@ -178,12 +190,14 @@ def _cmd_fit_transform(args) -> int:
         report=args.report,
         resume=args.resume,
         dry_run=args.dry_run,
+        obsm=args.obsm,
         **options,
     )
     if args.dry_run:
         return 0
+    where = f"obsm[{args.obsm!r}] of {args.input}" if args.obsm else args.output
     print(
-        f"{model.describe()} on {shape[0]} x {shape[1]}; fit {t_fit:.1f} s, embedding written to {args.output} "
+        f"{model.describe()} on {shape[0]} x {shape[1]}; fit {t_fit:.1f} s, embedding written to {where} "
         f"in {t_write:.1f} s"
     )
     if args.report:

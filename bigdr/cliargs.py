@@ -182,7 +182,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fit a method to INPUT and write the embedding of every row to OUTPUT (zarr).",
     )
     f.add_argument("input", help="zarr store, .npy or HDF5 file (file.h5:/dataset)")
-    f.add_argument("output", help="destination zarr store for the embedding")
+    f.add_argument("output", nargs="?", help="destination zarr store for the embedding (or --obsm)")
+    f.add_argument(
+        "--obsm",
+        default=None,
+        metavar="KEY",
+        help="write the embedding into obsm[KEY] of the INPUT AnnData zarr store instead of OUTPUT",
+    )
     f.add_argument(
         "--method",
         choices=list(METHODS),

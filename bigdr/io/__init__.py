@@ -2,6 +2,7 @@
 (:mod:`bigdr.io.read`), writing atomic and resumable zarr stores
 (:mod:`bigdr.io.write`) and sparse CSR stores (:mod:`bigdr.io.sparse`)."""
 
+from .anndata import write_obsm
 from .append import append_zarr, staging_path
 from .outputs import check_growable, check_output, describe_os_error, publish, temporary_sibling, written_by_bigdr
 from .read import (
@@ -33,6 +34,7 @@ __all__ = [
     "open_zarr",
     "partial_path",
     "publish",
+    "write_obsm",
     "read_attrs",
     "source_paths",
     "staging_path",

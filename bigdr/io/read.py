@@ -93,6 +93,12 @@ def from_numpy(X: np.ndarray, row_chunks: tuple[int, ...]) -> da.Array:
 
 def _open_path(path: str, *, dataset: str | None, storage_options: dict | None) -> Any:
     lower = path.lower().rstrip("/")
+    from .anndata import is_anndata, open_anndata
+
+    if is_anndata(path):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No such AnnData file: {path!r}")
+        return open_anndata(path, dataset or "X", chunk_budget())
     if lower.endswith(".npy"):
         if not os.path.exists(path):
             raise FileNotFoundError(f"No such .npy file: {path!r}")
@@ -170,11 +176,13 @@ def as_array(
     ----------
     X : numpy array, dask array, zarr array, h5py dataset, xarray DataArray or str/Path
         A path may name a zarr store (format 2 or 3, local or fsspec URL), a
-        ``.npy`` file (memory-mapped) or an HDF5 file (``file.h5:/dataset``).
+        ``.npy`` file (memory-mapped), an HDF5 file (``file.h5:/dataset``) or an
+        AnnData store (``.h5ad`` or zarr; ``dataset``: ``X`` (default),
+        ``layers/NAME`` or ``obsm/NAME``; CSR read block by block).
     name : str
         Name used in error messages.
     dataset : str, optional
-        Array inside a zarr group or HDF5 file.
+        Array inside a zarr group, HDF5 file or AnnData store.
     storage_options : dict, optional
         Passed to fsspec for remote zarr stores.
     chunk_bytes : int, optional
