@@ -101,8 +101,8 @@ def _fit_transform(
     from .io.outputs import remove, temporary_sibling
 
     model = make_estimator(method, {"n_components": n_components, **options})
-    if scree and method != "pca":
-        raise ValueError("--scree applies to --method pca only.")
+    if scree and method.endswith("-rp"):
+        raise ValueError("--scree draws a spectrum; random projections have none.")
     if report and not method.endswith("-rp"):
         raise ValueError("--report applies to --method gaussian-rp and sparse-rp only.")
     if model_key is not None and not save_model:
@@ -152,11 +152,11 @@ def _fit_transform(
 
             staged.append((stage_model(model, Path(save_model), key=model_key), Path(save_model)))
         if scree:
-            from .plot import scree_plot
+            from .plot import spectrum_plot
 
             tmp = temporary_sibling(Path(scree))
             staged.append((tmp, Path(scree)))
-            scree_plot(model, tmp)
+            spectrum_plot(model, tmp)
         t0 = time.perf_counter()
         if obsm is not None:
             from .io import write_obsm

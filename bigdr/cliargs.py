@@ -309,7 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="sign the saved model with the key in FILE (HMAC-SHA256), so others can check it with 'bigdr info'",
     )
-    f.add_argument("--scree", default=None, metavar="PNG", help="also write a scree plot")
+    f.add_argument(
+        "--scree",
+        default=None,
+        metavar="PNG",
+        help="also draw the spectrum: PCA's scree plot, Isomap's residual variance, the other methods' eigenvalues",
+    )
     f.add_argument(
         "--overwrite", action="store_true", help="replace outputs that bigdr wrote earlier (never anything else)"
     )

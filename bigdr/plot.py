@@ -36,6 +36,52 @@ def scree_plot(model, path: str | os.PathLike, *, title: str | None = None) -> s
     return str(path)
 
 
+def spectrum_plot(model: Any, path: str | os.PathLike, *, title: str | None = None) -> str:
+    """A PNG of what a fitted model's dimensions cost or hold.
+
+    PCA: :func:`scree_plot`. Isomap: the residual variance ``1 - R^2`` between
+    geodesic and embedded distances against the dimension (Tenenbaum, de
+    Silva & Langford 2000: the elbow is the manifold's dimension). Other
+    spectral methods: their eigenvalues ``eigenvalues_`` against the index
+    (log scale when all are positive).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if hasattr(model, "explained_variance_"):
+        return scree_plot(model, path, title=title)
+    name = type(model).__name__
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    if getattr(model, "residual_variance_", None) is not None:
+        rv = np.asarray(model.residual_variance_, dtype=float)
+        count = len(rv)
+        ax.plot(np.arange(1, count + 1), rv, "o-", color="C0")
+        ax.set_xlabel("dimension of the embedding")
+        ax.set_ylabel("residual variance (1 - R^2)")
+        ax.set_title(title or f"{name}: residual variance of geodesic distances")
+    elif getattr(model, "eigenvalues_", None) is not None:
+        ev = np.asarray(model.eigenvalues_, dtype=float)
+        count = len(ev)
+        idx = np.arange(1, count + 1)
+        if (ev > 0).all():
+            ax.semilogy(idx, ev, "o-", color="C0")
+        else:
+            ax.plot(idx, ev, "o-", color="C0")
+        ax.set_xlabel("coordinate")
+        ax.set_ylabel("eigenvalue")
+        ax.set_title(title or f"{name}: eigenvalues of the coordinates kept")
+    else:
+        plt.close(fig)
+        raise ValueError(f"{name} has no spectrum to plot (no eigenvalues_ or residual_variance_).")
+    ax.set_xticks(np.arange(1, count + 1))
+    fig.tight_layout()
+    fig.savefig(path, format="png", metadata={"Software": "bigdr"})
+    plt.close(fig)
+    return str(path)
+
+
 #: At most this many categories get their own colour (matplotlib's tab20).
 MAX_CATEGORIES = 20
 

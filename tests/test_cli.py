@@ -64,7 +64,7 @@ def test_info_on_store_and_model(spiked_store, tmp_path, capsys):
         (["generate", "swiss-roll", "OUT", "-n", "10", "--spikes", "1"], "--spikes"),
         (["info", "/nonexistent"], "No such"),
         (["fit-transform", "SPIKED", "OUT", "--method", "isomap", "-k", "0.5"], "must be an int"),
-        (["fit-transform", "SPIKED", "OUT", "--method", "isomap", "--scree", "OUT"], "pca only"),
+        (["fit-transform", "SPIKED", "OUT", "--method", "sparse-rp", "--scree", "S.png"], "random projections have none"),
         (
             ["fit-transform", "SPIKED", "OUT", "--method", "landmark-mds", "--landmarks", "none"],
             "--landmarks must be an int",
@@ -277,7 +277,7 @@ def test_demo_and_help_via_the_installed_entry_point(tmp_path):
     )
     assert run.returncode == 0, run.stderr
     assert "kept 3 components" in run.stdout
-    for name in ("data.zarr", "embedding.zarr", "model.zarr", "scree.png"):
+    for name in ("data.zarr", "embedding.zarr", "model.zarr", "scree.png", "embedding.png"):
         assert (tmp_path / "d" / name).exists()
     for cmd in ([], ["generate"], ["fit-transform"], ["info"], ["demo"]):
         helped = subprocess.run([sys.executable, "-m", "bigdr.cli", *cmd, "--help"], capture_output=True, text=True)

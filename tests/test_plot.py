@@ -88,3 +88,18 @@ def test_command_line(roll, tmp_path, capsys):
     foreign.write_bytes(b"not a png")
     assert main(["plot", str(emb), str(foreign), "--overwrite"]) == 2
     assert foreign.read_bytes() == b"not a png"
+
+
+@pytest.mark.parametrize("method", ["isomap", "diffusion-map", "lle"])
+def test_spectrum_of_each_method_from_the_command_line(roll, method, tmp_path):
+    import matplotlib.image
+
+    Y, _ = roll
+    X = np.column_stack([Y, np.zeros(len(Y))])[:3000]
+    store = tmp_path / "x.zarr"
+    bigdr.write_zarr(da.from_array(X, chunks=(1000, 3)), store)
+    png = tmp_path / "s.png"
+    argv = ["fit-transform", str(store), str(tmp_path / "e.zarr"), "--method", method, "--n-neighbors", "10"]
+    assert main([*argv, "--scree", str(png)]) == 0
+    img = matplotlib.image.imread(str(png))[..., :3]
+    assert (img.min(axis=2) < 0.5).mean() > 0.001  # axes, line and labels are drawn
