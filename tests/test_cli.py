@@ -64,7 +64,7 @@ def test_info_on_store_and_model(spiked_store, tmp_path, capsys):
         (["generate", "swiss-roll", "OUT", "-n", "10", "--spikes", "1"], "--spikes"),
         (["info", "/nonexistent"], "No such"),
         (["fit-transform", "SPIKED", "OUT", "--method", "isomap", "-k", "0.5"], "must be an int"),
-        (["fit-transform", "SPIKED", "OUT", "--method", "sparse-rp", "--scree", "S.png"], "random projections have none"),
+        (["fit-transform", "SPIKED", "OUT", "--method", "sparse-rp", "--scree", "S.png"], "projections have none"),
         (
             ["fit-transform", "SPIKED", "OUT", "--method", "landmark-mds", "--landmarks", "none"],
             "--landmarks must be an int",
