@@ -8,7 +8,8 @@ store. The last four batches come from a shifted distribution (the roll
 continues past the height it was trained on): the drift flag fires on them.
 The picture shows the embedding after the last batch, coloured by batch.
 
-Run: python examples/streaming_isomap.py [OUTPUT_DIR]
+Run: python examples/streaming_isomap.py [OUTPUT_DIR] [N_ROWS]   (N_ROWS: the first fit, default 200,000;
+each batch is a twentieth of it)
 """
 
 import sys
@@ -25,18 +26,20 @@ import bigdr
 from bigdr.datasets import generate, make_swiss_roll
 
 out = Path(sys.argv[1] if len(sys.argv) > 1 else "bigdr-streaming")
+n = int(sys.argv[2]) if len(sys.argv) > 2 else 200_000
+size = n // 20
 out.mkdir(parents=True, exist_ok=True)
 data, embedding, model_path = out / "data.zarr", out / "embedding.zarr", out / "model.zarr"
-generate("swiss-roll", data, 200_000, noise=0.05, seed=0, overwrite=True)
+generate("swiss-roll", data, n, noise=0.05, seed=0, overwrite=True)
 
 model = bigdr.Isomap(n_components=2, n_neighbors=10, landmarks=128)
 bigdr.write_zarr(model.fit_transform(f"{data}/X"), embedding, overwrite=True)
 model.save(str(model_path), overwrite=True)
-print(f"fitted on 200,000 rows: {model.describe()}")
+print(f"fitted on {n:,} rows: {model.describe()}")
 
 flags = []
 for day in range(20):
-    X, coords = (np.asarray(a.compute()) for a in make_swiss_roll(10_000, noise=0.05, seed=100 + day))
+    X, coords = (np.asarray(a.compute()) for a in make_swiss_roll(size, noise=0.05, seed=100 + day))
     if day >= 16:  # the last four: the roll goes on above its trained height (0 to 21), 2 more each day
         X[:, 1] = coords[:, 1] = 21.0 + 2.0 * (day - 15) * coords[:, 1] / 21.0
     t0 = time.perf_counter()
@@ -53,7 +56,7 @@ for day in range(20):
 model.save(str(model_path), overwrite=True)
 
 Y = np.asarray(bigdr.as_array(str(embedding)).compute())
-batch = np.r_[np.full(200_000, -1), np.repeat(np.arange(20), 10_000)]
+batch = np.r_[np.full(n, -1), np.repeat(np.arange(20), size)]
 fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
 ax.scatter(*Y[batch < 0][::20].T, s=1, c="0.8", label="initial fit (every 20th row)")
 points = ax.scatter(*Y[batch >= 0][::4].T, s=1, c=batch[batch >= 0][::4], cmap="viridis")
