@@ -63,3 +63,16 @@ def test_command_line_writes_obsm(cells, capsys):
     assert anndata.read_zarr(store).obsm["X_diffmap"].shape == (400, 2)
     assert main(["fit-transform", h5ad, "--obsm", "X_pca2"]) == 2
     assert "zarr stores only" in capsys.readouterr().err
+
+
+def test_scanpy_bundled_data_round_trip(tmp_path):
+    """scanpy's pbmc68k_reduced: a diffusion map of its X_pca written to obsm, read back by scanpy's reader."""
+    sc = pytest.importorskip("scanpy")
+    adata = sc.datasets.pbmc68k_reduced()
+    store = str(tmp_path / "pbmc.zarr")
+    adata.write_zarr(store)
+    assert main(["fit-transform", store, "--dataset", "obsm/X_pca", "--method", "diffusion-map", "-k", "5",
+                 "--obsm", "X_bigdr_diffmap"]) == 0  # fmt: skip
+    back = anndata.read_zarr(store)
+    assert back.obsm["X_bigdr_diffmap"].shape == (adata.n_obs, 5)
+    np.testing.assert_array_equal(back.obsm["X_pca"], adata.obsm["X_pca"])
