@@ -111,7 +111,7 @@ def _fit_transform(
     if (output is None) == (obsm is None):
         raise ValueError("Give an OUTPUT store or --obsm KEY (into the input AnnData store), one of them.")
     if obsm is not None:
-        from .io.anndata import check_obsm
+        from .io.obsm import check_obsm
 
         check_obsm(str(input_path), obsm, overwrite)
     outputs = {"store": output, "model": save_model, "png": scree}

@@ -2,8 +2,8 @@
 (:mod:`bigdr.io.read`), writing atomic and resumable zarr stores
 (:mod:`bigdr.io.write`) and sparse CSR stores (:mod:`bigdr.io.sparse`)."""
 
-from .anndata import write_obsm
 from .append import append_zarr, staging_path
+from .obsm import write_obsm
 from .outputs import check_growable, check_output, describe_os_error, publish, temporary_sibling, written_by_bigdr
 from .read import (
     DEFAULT_CHUNK_BYTES,
