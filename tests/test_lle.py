@@ -164,3 +164,13 @@ def test_landmark_mode_on_a_real_cluster(cluster_client, swiss_roll_small, tmp_p
         Y = remote.fit_transform(str(store)).compute()
     np.testing.assert_allclose(remote.eigenvalues_, local.eigenvalues_, rtol=1e-8)
     np.testing.assert_allclose(Y, local.transform(X), atol=1e-8)
+
+
+def test_landmark_statistics_pieces_do_not_change_them(landmark_model, monkeypatch):
+    import bigdr.graph.lle as glle
+
+    model, X = landmark_model
+    monkeypatch.setattr(glle, "STATS_PIECE_ROWS", 37)
+    (stats,) = dask.compute(landmark_statistics(da.from_array(X, chunks=1000), model._landmark_frame()))
+    np.testing.assert_allclose(stats.A.toarray(), model.landmark_statistics_A_, rtol=1e-9, atol=1e-12)
+    assert stats.n == len(X)

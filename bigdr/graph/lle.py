@@ -38,6 +38,8 @@ from .neighbors import NeighborIndex
 
 #: Rows per task when the factors of all rows are computed.
 FACTOR_ROWS = 50_000
+#: Rows whose landmark statistics are formed at once inside a task.
+STATS_PIECE_ROWS = 20_000
 
 
 def factor_matrix(F: np.ndarray, J: np.ndarray, n_columns: int) -> sp.csr_matrix:
@@ -171,12 +173,27 @@ def merge_stats(a: LandmarkStats, b: LandmarkStats) -> LandmarkStats:
 
 
 def stats_block(block: np.ndarray, frame: LandmarkFrame) -> LandmarkStats:
-    """The statistics of one block of rows (any rows: training rows or new ones)."""
-    rows = np.asarray(block, dtype=np.float64)
+    """The statistics of one block of rows (any rows: training rows or new ones), piece by piece.
+
+    A row's working set (its neighbours, factor, landmark weights and their
+    products) is about a hundred times its own bytes, so a whole input block
+    at once grew with the block: pieces of :data:`STATS_PIECE_ROWS` bound it.
+    """
+    total = None
+    for s in range(0, len(block), STATS_PIECE_ROWS):
+        piece = _stats_piece(np.asarray(block[s : s + STATS_PIECE_ROWS], dtype=np.float64), frame)
+        total = piece if total is None else merge_stats(total, piece)
+    if total is None:
+        m = len(frame.landmarks.rows)
+        return LandmarkStats(sp.csr_matrix((m, m)), sp.csr_matrix((m, m)), 0)
+    return total
+
+
+def _stats_piece(rows: np.ndarray, frame: LandmarkFrame) -> LandmarkStats:
     b = len(rows)
     ind = frame.neighbours(rows)
     F = local_factors(frame.method, rows, frame.sample[ind], frame.d, frame.reg, frame.eta)
-    # Columns: the block's own rows first, then the sample's.
+    # Columns: the piece's own rows first, then the sample's.
     J = index_sets(frame.method, np.arange(b), ind + b)
     C = factor_matrix(F, J, b + len(frame.sample))
     Z_rows = frame.landmarks.matrix(rows)
