@@ -18,7 +18,10 @@ scale     1M and 10M rows (float32 zarr stores): fit, and fit_transform with the
           embedding written to zarr, for Nyström (m = 256) and Fourier (D = 256):
           seconds and peak RSS.
 
-Usage: python benchmarks/bench_kernel_pca.py [exact|accuracy|scale|all]
+memory    Fourier fit_transform written to zarr at 3M and 20M rows: peak RSS only (run beside
+          other work; its seconds are not a timing), to show the peak levels off with n.
+
+Usage: python benchmarks/bench_kernel_pca.py [exact|accuracy|scale|memory|all]
 """
 
 from __future__ import annotations
@@ -181,14 +184,28 @@ def run_scale():
     return rows, "\n".join(lines) + "\n"
 
 
+def run_memory():
+    rows = [run_child(SCRIPT, "scale", "fourier", str(n), "write", timeout=4 * 3600) for n in (3_000_000, 20_000_000)]
+    lines = [
+        f"## Peak memory against rows: Fourier (D = {SCALE_WIDTH}), fit_transform written to zarr\n",
+        "Run beside the test suite: the peak RSS is the measurement, the seconds are not a timing.\n",
+        "| rows | peak RSS (MiB) | seconds (not a timing) |",
+        "| --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(f"| {r['rows']:,} | {r['peak_rss_mib']:.0f} | {r['seconds']:.1f} |")
+    return rows, "\n".join(lines) + "\n"
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "child":
         print(json.dumps(child(sys.argv[2:])))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["exact", "accuracy", "scale", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["exact", "accuracy", "scale", "memory", "all"], nargs="*", default=["all"])
     args = ap.parse_args()
-    run_sections("kernel_pca", {"exact": run_exact, "accuracy": run_accuracy, "scale": run_scale}, args.case)
+    sections = {"exact": run_exact, "accuracy": run_accuracy, "scale": run_scale, "memory": run_memory}
+    run_sections("kernel_pca", sections, args.case)
 
 
 if __name__ == "__main__":
