@@ -3,7 +3,8 @@
 The shared 10M-row swiss roll store (float64; columns 0 and 2, the spiral, drawn),
 density, coloured by the roll coordinate, and by four categories of it; one
 fresh process per case, the command line as a user runs it (peak RSS of the
-process, seconds). The pictures are written to ``benchmarks/results/``.
+process, seconds). The pictures are written to ``benchmarks/data/``; the one
+coloured by the roll coordinate is ``docs/_static/plot-10M-value.png``.
 
 Usage: python benchmarks/bench_plot.py [plot|all]
 """
@@ -17,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import RESULTS, PeakRSS, run_child, run_sections, swiss_roll_store  # noqa: E402
+from _harness import DATA, PeakRSS, run_child, run_sections, swiss_roll_store  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 N = 10_000_000
@@ -31,7 +32,7 @@ def child(args):
     from bigdr.io import open_zarr
 
     store = str(swiss_roll_store(N))
-    out = RESULTS / f"plot-10M-{args[0]}.png"
+    out = DATA / f"plot-10M-{args[0]}.png"
     out.unlink(missing_ok=True)
     argv = ["plot", f"{store}/X", str(out), "--columns", "0,2", "--no-progress",
             "--title", f"10M-row swiss roll ({args[0]})"]  # fmt: skip
