@@ -11,9 +11,15 @@ the embedding keeps those weights: the ``d`` bottom eigenvectors of ``M = (I
 local factors in row blocks on the workers (:mod:`bigdr.graph.lle`), and
 the eigenvectors of ``M = C^T C`` by LOBPCG on ``C`` preconditioned by a
 sparse LU of ``I - W`` (:func:`bigdr.core.eigen.factored_smallest_eigh`):
-the small eigenvalues of ``M`` fall as ``n^-2`` (1e-15 of its norm at a
-million rows), below the rounding of the assembled matrix that ARPACK's
-shift-invert (scikit-learn's solver) and AMG need.
+the small eigenvalues of standard LLE's ``M`` fall as ``n^-2`` (1e-15 of
+its norm at a million rows), below the rounding of the assembled matrix
+that ARPACK's shift-invert (scikit-learn's solver) and AMG need. The
+variants' small eigenvalues stay far above it, and their LOBPCG is
+preconditioned by the LU of their own assembled ``M``. Rows that are in no
+index set (the Hessian and LTSA variants build a row's factor on its
+neighbours alone, so a row nobody lists has an empty column and an exact
+null vector) are left out of the eigenproblem and placed by barycentric
+weights, as ``transform`` places new rows.
 
 **Landmarks** (Locally Linear Landmarks, Vladymyrov & Carreira-Perpinan
 2013): every row is a barycentric combination of its nearest of ``m``
@@ -52,7 +58,7 @@ from ._validation import check_choice, check_int, check_n_features, check_real
 from .base import ExtensionEstimator, wants_numpy
 from .core.drift import empirical_threshold
 from .core.eigen import factored_smallest_eigh, flip_signs, smallest_eigh
-from .core.lle import METHODS, min_neighbors
+from .core.lle import METHODS, min_neighbors, place_unused
 from .core.triangulation import rigid_alignment
 from .extension import Extension
 from .graph.knn import knn_graph
@@ -141,7 +147,8 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         Landmark mode: landmarks per row in ``z(x)`` (default ``n_neighbors``).
     eigen_solver : {"auto", "dense", "lu", "arpack", "lobpcg", "amg"}
         All-rows mode. ``lu``: LOBPCG on ``C^T C`` preconditioned by a sparse LU of
-        ``I - W`` (:func:`bigdr.core.eigen.factored_smallest_eigh`);
+        ``I - W`` (standard) or of the assembled ``M`` (the variants)
+        (:func:`bigdr.core.eigen.factored_smallest_eigh`);
         ``arpack``: shift-invert Lanczos on the assembled matrix
         (scikit-learn's); ``lobpcg``/``amg``: :func:`bigdr.linalg.smallest_eigh`
         on the assembled matrix. ``auto``: dense up to 2,000 rows, else
@@ -297,15 +304,25 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         solver = self.eigen_solver
         if solver == "auto":
             solver = "dense" if n <= DENSE_MAX else "lu"
-        ones = np.ones(n) / np.sqrt(n)
+        used = np.bincount(C.indices, minlength=n) > 0
+        if not used.all():  # rows in no index set: see place_unused
+            C = C[:, np.flatnonzero(used)]
+        m = int(used.sum())
+        ones = np.ones(m) / np.sqrt(m)
         if solver == "lu":
-            square = C if method == "standard" else factors(ref, ind, "standard", d, float(self.reg))
-            eig = factored_smallest_eigh(C, d, square, ones, random_state=self.seed_)
+            # standard: precondition by I - W itself; the variants: by their own assembled M
+            square = C if method == "standard" else cost_matrix(C)
+            variant = method != "standard"
+            eig = factored_smallest_eigh(C, d, square, ones, random_state=self.seed_, square_is_cost=variant)
             values, vectors = eig.values, eig.vectors
         else:
             name = {"arpack": "shift-invert"}.get(solver, solver)
             eig = smallest_eigh(cost_matrix(C), d + 1, name, self.seed_, known=ones)
             values, vectors = eig.values[1:], flip_signs(eig.vectors[:, 1:])
+        if not used.all():
+            full = np.zeros((n, d))
+            full[used] = vectors
+            vectors = place_unused(ref, ind, full, used, float(self.reg))
         self.eigen_solver_ = solver
         self._set_solution(values, ref, vectors)
         self.drift_threshold_ = threshold

@@ -51,6 +51,22 @@ def test_equals_scikit_learn(s_curve, method, solver):
         np.testing.assert_allclose(model.reconstruction_error_, ref.reconstruction_error_, rtol=1e-5)
 
 
+@pytest.mark.parametrize("method", ["hessian", "ltsa"])
+@pytest.mark.parametrize("solver", ["dense", "lu"])
+def test_rows_in_no_neighbour_list_are_placed_not_returned_as_null_vectors(s_curve, method, solver):
+    # A row off the curve is nobody's neighbour: its column of C is empty and its unit vector is
+    # an exact null vector of M, which the solvers would return instead of the embedding.
+    X, t = s_curve
+    off = X.mean(axis=0) + np.array([0.0, 4.0, 0.0])
+    Xo = np.vstack([X, off])
+    model = bigdr.LocallyLinearEmbedding(2, K, method=method, eigen_solver=solver)
+    Y = model.fit_transform(Xo)
+    assert model.eigenvalues_.min() > 1e-12
+    assert max(abs(spearmanr(Y[:-1, j], t).correlation) for j in range(2)) > 0.99
+    nbrs = np.argsort(np.linalg.norm(X - off, axis=1))[:K]
+    np.testing.assert_allclose(Y[-1], barycenter_weights(off[None], X[nbrs][None], 1e-3)[0] @ Y[nbrs], atol=1e-12)
+
+
 def test_barycenter_weights_equal_scikit_learn(s_curve):
     X, _ = s_curve
     ind = np.random.default_rng(0).integers(0, len(X), (50, 7))

@@ -81,6 +81,33 @@ def barycenter_weights(x: np.ndarray, neighbours: np.ndarray, reg: float) -> np.
     return w / w.sum(axis=1, keepdims=True)
 
 
+def place_unused(X: np.ndarray, ind: np.ndarray, Y: np.ndarray, placed: np.ndarray, reg: float) -> np.ndarray:
+    """Coordinates for the rows no index set contains, by barycentric weights over placed neighbours.
+
+    The Hessian and LTSA variants build each row's factor on its neighbours
+    alone, so a row that is nobody's neighbour has an empty column in ``C``:
+    its unit vector is an exact null vector of ``M``, and an eigensolver would
+    return it instead of the embedding (70 rows of a 250,000-row swiss roll at
+    ``k`` = 10). Such rows are left out of the eigenproblem and placed here as
+    ``transform`` places new rows (scikit-learn's rule), over their neighbours
+    already placed; a row whose neighbours are all unplaced waits for a later
+    round. ``Y``: (n, d), filled where ``placed``; returns it completed.
+    """
+    Y, placed = Y.copy(), placed.copy()
+    while not placed.all():
+        progress = False
+        for i in np.flatnonzero(~placed):
+            near = ind[i][placed[ind[i]] & (ind[i] != i)]
+            if len(near) == 0:
+                continue
+            w = barycenter_weights(X[i][None], X[near][None], reg)[0]
+            Y[i] = w @ Y[near]
+            placed[i] = progress = True
+        if not progress:
+            raise ValueError("Some rows are not connected to the rest through their neighbour lists.")
+    return Y
+
+
 def _top_left_vectors(Z: np.ndarray, full: bool) -> tuple[np.ndarray, np.ndarray]:
     """Left singular vectors (columns, descending) and squared singular values of each (k, p) block."""
     k, p = Z.shape[1:]
