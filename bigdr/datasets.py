@@ -108,18 +108,25 @@ def make_spiked_covariance(
     n_features: int = 100,
     *,
     spikes: tuple[float, ...] = (20.0, 10.0, 5.0),
-    noise: float = 1.0,
+    noise: float | np.ndarray = 1.0,
     seed: int = 0,
     dtype=np.float64,
 ) -> tuple[da.Array, da.Array]:
     """Spiked covariance model (Johnstone 2001): ``x = noise * u + sum_k sqrt(beta_k) g_k v_k``.
 
-    ``Cov(x) = noise^2 I + sum_k beta_k v_k v_k^T``. With ``noise = 1`` a spike
+    ``Cov(x) = noise^2 I + sum_k beta_k v_k v_k^T``; ``noise`` may also give
+    one standard deviation per feature (``Cov(x) = diag(noise^2) + ...``). With ``noise = 1`` a spike
     is visible above the Marchenko–Pastur bulk when ``beta_k > sqrt(p/n)``
     (BBP threshold). The directions are :func:`spike_directions`;
     ``coords`` holds the latent factors ``g``.
     """
     _check(n_samples, seed)
+    sigma = np.asarray(noise, dtype=float)
+    shape_ok = sigma.ndim == 0 or sigma.shape == (n_features,)
+    if not shape_ok or not (np.isfinite(sigma) & (sigma >= 0)).all():
+        raise ValueError(
+            f"noise must be a non-negative number or one per feature ({n_features}); got shape {sigma.shape}."
+        )
     strengths = np.asarray(spikes, dtype=float)
     if strengths.ndim != 1 or (strengths < 0).any():
         raise ValueError(f"spikes must be a list of non-negative strengths; got {spikes!r}.")
@@ -135,7 +142,7 @@ def make_spiked_covariance(
         "spiked",
         V=V,
         strengths=strengths,
-        sigma=float(noise),
+        sigma=sigma if sigma.ndim else float(sigma),
     )
     return both[:, :n_features].astype(dtype), both[:, n_features:]
 

@@ -49,3 +49,7 @@ class ExtrapolationWarning(BigdrWarning):
 
 class SparseGraphWarning(BigdrWarning):
     """A sampled neighbour graph has too few rows for the dimension of the data's manifold."""
+
+
+class RankSelectionWarning(BigdrWarning):
+    """The assumptions of the rule that chose the number of components do not hold for these data."""

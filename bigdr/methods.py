@@ -37,6 +37,7 @@ METHODS: dict[str, Method] = {
     m.name: m
     for m in (
         Method("pca", "pca:PCA", "principal component analysis in one pass"),
+        Method("factor-analysis", "factor_analysis:FactorAnalysis", "maximum-likelihood factor analysis in one pass"),
         Method("classical-mds", "mds:ClassicalMDS", "classical MDS (PCA for euclidean features)"),
         Method("landmark-mds", "mds:LandmarkMDS", "landmark MDS and triangulation", {"landmarks": "n_landmarks"}),
         Method("isomap", "isomap:Isomap", "Isomap: exact, landmarks, or a sampled graph"),

@@ -10,6 +10,7 @@ top eigenvectors of the sample covariance ``C = Xc^T Xc / (n - 1)``
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -22,14 +23,17 @@ from ._validation import check_choice, check_int, check_n_features
 from .base import BigdrEstimator, chunk_bytes_of, wants_numpy
 from .core.drift import chi2_threshold, residual_threshold
 from .core.eigen import Eigenpairs, qr_eigh, scatter_eigh
-from .core.spectrum import n_components_for_fraction, n_components_mp
-from .core.stats import Moments, QRState, merge_moments, merge_qr, moments_block, qr_block
+from .core.spectrum import bulk_misfit, n_components_for_fraction, n_components_mp, n_components_whitened
+from .core.stats import Moments, QRState, column_moments, merge_moments, merge_qr, qr_block, scatter_moments
+from .exceptions import RankSelectionWarning
 from .io import as_array, with_finite_check
 from .linalg import components_from_samples, randomized_scatter_eig, samples_gram_eig
 from .memory import Part, streaming
 from .reduce import tree_reduce
 
 SOLVERS = ("auto", "covariance", "tsqr", "samples", "randomized")
+RANK_RULES = ("mp", "mp-whitened")
+RULE_ATTRIBUTES = ("mp_noise_variance_", "mp_edge_", "feature_noise_variance_", "whitened_edge_", "whitened_spectrum_")
 
 #: ``auto`` uses the one-pass covariance merge while the p x p state is at
 #: most 128 MiB (float64).
@@ -44,21 +48,13 @@ MAX_SAMPLES_GRAM = 20_000
 
 
 # Block kernels take the block's first row so a NaN/Inf error names the row in the data.
-def _moments_of(block: np.ndarray, first_row: int) -> Moments:
-    return moments_block(block, first_row=first_row)
-
-
-def _column_moments_of(block: np.ndarray, first_row: int) -> Moments:
-    return moments_block(block, diagonal=True, first_row=first_row)
-
-
 def _qr_of(block: np.ndarray, first_row: int) -> QRState:
     return qr_block(block)
 
 
 #: solver -> (block kernel, merge, eigensolver of the merged state)
 _MERGEABLE: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[..., Eigenpairs]]] = {
-    "covariance": (_moments_of, merge_moments, scatter_eigh),
+    "covariance": (scatter_moments, merge_moments, scatter_eigh),
     "tsqr": (_qr_of, merge_qr, qr_eigh),
 }
 
@@ -95,8 +91,13 @@ class PCA(BigdrEstimator):
         lies above the Marchenko-Pastur bulk edge, with the noise level
         estimated from the median eigenvalue (Marchenko & Pastur 1967; Baik,
         Ben Arous & Peche 2005; assumptions in
-        :func:`bigdr.core.spectrum.n_components_mp`).
-        None: ``min(n_samples, n_features)``.
+        :func:`bigdr.core.spectrum.n_components_mp`); it warns
+        (``RankSelectionWarning``) when the eigenvalues below the edge do not
+        follow the law, as when the noise variance differs between features.
+        ``"mp-whitened"``: the same edge after whitening each feature's noise
+        by a factor-analysis fit, which holds when the noise varies across
+        features (:func:`bigdr.core.spectrum.n_components_whitened`; the
+        covariance and tsqr solvers). None: ``min(n_samples, n_features)``.
     svd_solver : {"auto", "covariance", "tsqr", "samples", "randomized"}
         ``"covariance"``: one pass; each row block contributes its mean and
         centred scatter, merged by Chan's update; eigh of the p x p result.
@@ -128,10 +129,19 @@ class PCA(BigdrEstimator):
         As in scikit-learn.
     mean_ : ndarray (n_features,)
     n_components_, n_samples_seen_, n_features_in_ : int
+    n_components_rule_ : int
+        What ``n_components`` says for all rows seen. A rule ("mp",
+        "mp-whitened") that finds no component above the noise gives 0 here,
+        while the model keeps one (``n_components_`` = 1).
     noise_variance_ : float
         The mean of the discarded eigenvalues.
     mp_noise_variance_, mp_edge_ : float
         With ``n_components="mp"``: the estimated sigma^2 and the bulk edge.
+    feature_noise_variance_, whitened_spectrum_, whitened_edge_
+        With ``n_components="mp-whitened"``: each feature's noise variance
+        (factor analysis), the eigenvalues of the covariance whitened by it,
+        and the edge they are counted against (the 99th percentile of the
+        largest eigenvalue of white noise, about ``(1 + sqrt(p/n))^2``).
     spectrum_ : ndarray
         Variances of all ``min(n, p)`` components (only the leading ones for
         the randomized solver), for scree plots.
@@ -209,10 +219,17 @@ class PCA(BigdrEstimator):
         k = self.n_components
         check_choice(self.svd_solver, "svd_solver", SOLVERS)
         if isinstance(k, str):
-            if k != "mp":
-                raise ValueError(f"n_components as a string must be 'mp'; got {k!r}.")
+            if k not in RANK_RULES:
+                raise ValueError(f"n_components as a string must be 'mp' or 'mp-whitened'; got {k!r}.")
+            if k == "mp-whitened" and self.svd_solver in ("samples", "randomized"):
+                raise ValueError(
+                    f"n_components='mp-whitened' needs the p x p covariance, which svd_solver="
+                    f"{self.svd_solver!r} does not form; use svd_solver='covariance' or 'tsqr'."
+                )
         elif isinstance(k, bool) or not (k is None or isinstance(k, numbers.Real)):
-            raise TypeError(f"n_components must be an int, a float in (0, 1), 'mp' or None; got {type(k).__name__}.")
+            raise TypeError(
+                f"n_components must be an int, a float in (0, 1), 'mp', 'mp-whitened' or None; got {type(k).__name__}."
+            )
         elif isinstance(k, numbers.Integral):
             check_int(k, "n_components")
         elif k is not None and not 0 < k < 1:
@@ -256,11 +273,12 @@ class PCA(BigdrEstimator):
             (state,) = compute(tree_reduce(Xd, block_fn, merge, with_offset=True))
             self._store_state(solver, state, Xd.dtype)
         elif solver == "samples":
-            (col,) = compute(tree_reduce(Xd, _column_moments_of, merge_moments, with_offset=True))
+            (col,) = compute(tree_reduce(Xd, column_moments, merge_moments, with_offset=True))
             gram = samples_gram_eig(Xd, col.mean)
             m = min(n, p)
             evals = gram.values[:m]
             k = self.n_components_rule_ = self._select_k(evals / (n - 1), col.scatter.sum() / (n - 1), n, p)
+            k = max(k, 1)  # a rule may find no component; the model keeps one
             V = components_from_samples(Xd, col.mean, gram.vectors[:, :k])
             self._set_fitted(evals, V, col.n, col.mean, col.scatter.sum(), Xd.dtype, k)
         else:
@@ -292,7 +310,7 @@ class PCA(BigdrEstimator):
                 f"leading components, so the full spectrum that a fraction or 'mp' needs is not available. "
                 f"Use svd_solver='covariance' (p <= ~20000) or give an int."
             )
-        (col,) = compute(tree_reduce(Xd, _column_moments_of, merge_moments, with_offset=True))
+        (col,) = compute(tree_reduce(Xd, column_moments, merge_moments, with_offset=True))
         self.n_components_rule_ = int(k)
         eig = randomized_scatter_eig(Xd, col.mean, k, self.n_oversamples, self.n_iter, self.seed_)
         self._set_fitted(eig.values, eig.vectors, n, col.mean, col.scatter.sum(), Xd.dtype, k)
@@ -346,24 +364,47 @@ class PCA(BigdrEstimator):
         eig: Eigenpairs = _MERGEABLE[kind][2](state)
         m = min(n, p)
         evals = eig.values[:m]
-        k = self._select_k(evals / (n - 1), evals.sum() / (n - 1), n, p)
+        scatter = state.scatter if isinstance(state, Moments) else state.R.T @ state.R
+        k = self._select_k(evals / (n - 1), evals.sum() / (n - 1), n, p, scatter)
         self.n_components_rule_ = k
+        k = max(k, 1)  # a rule may find no component; the model keeps one
         if width is not None and not isinstance(self.n_components, numbers.Integral):
             # A fraction or "mp" fixes the output width at the first fit: an
             # embedding store cannot change its number of columns between batches.
             k = min(width, m)
         self._set_fitted(evals, eig.vectors[:, :k], n, state.mean, evals.sum(), dtype, k)
 
-    def _select_k(self, variances: np.ndarray, total: float, n: int, p: int) -> int:
+    def _select_k(self, variances: np.ndarray, total: float, n: int, p: int, scatter: np.ndarray | None = None) -> int:
         k = self.n_components
         m = min(n, p)
+        for name in RULE_ATTRIBUTES:  # from an earlier fit with another rule
+            self.__dict__.pop(name, None)
         if k is None:
             return m
         if k == "mp":
-            k_mp, sigma2, edge = n_components_mp(variances * (n - 1) / n, n, p)
+            biased = variances * (n - 1) / n
+            k_mp, sigma2, edge = n_components_mp(biased, n, p)
             self.mp_noise_variance_ = sigma2 * n / (n - 1)
             self.mp_edge_ = edge * n / (n - 1)
-            return max(k_mp, 1)
+            misfit, tol = bulk_misfit(biased, n, p, k_mp, sigma2)
+            if misfit > tol:
+                warnings.warn(
+                    f"n_components='mp' kept {k_mp} components, but the eigenvalues below the Marchenko-Pastur "
+                    f"edge do not follow its law (Kolmogorov distance {misfit:.3f} > {tol:.3f}): the noise "
+                    f"variance probably differs between features, which makes 'mp' keep too many. Use "
+                    f"n_components='mp-whitened', or standardise the features.",
+                    RankSelectionWarning,
+                    stacklevel=4,
+                )
+            return k_mp
+        if k == "mp-whitened":
+            if scatter is None:
+                raise ValueError("n_components='mp-whitened' needs svd_solver='covariance' or 'tsqr'.")
+            k_w, psi, whitened, edge = n_components_whitened(scatter / n, n)
+            self.feature_noise_variance_ = psi * n / (n - 1)
+            self.whitened_edge_ = edge
+            self.whitened_spectrum_ = whitened[:m]
+            return k_w
         if isinstance(k, numbers.Integral):
             if k > m:
                 raise ValueError(f"n_components={k} must be at most min(n_samples, n_features) = {m}.")

@@ -3,12 +3,15 @@ import pytest
 from scipy import integrate
 
 from bigdr.core.spectrum import (
+    bulk_misfit,
     estimate_noise_variance,
     marchenko_pastur_edges,
     marchenko_pastur_median,
     marchenko_pastur_pdf,
     n_components_for_fraction,
     n_components_mp,
+    n_components_whitened,
+    white_noise_edge,
 )
 
 
@@ -55,3 +58,55 @@ def test_fraction_rule():
     assert n_components_for_fraction(ratio, 0.79) == 2
     assert n_components_for_fraction(ratio, 0.85) == 3
     assert n_components_for_fraction(ratio, 0.999) == 4
+
+
+# -- rank selection when the noise differs between features ---------------------------------------
+def _spiked(n, p, spikes, noise, seed):
+    from bigdr.datasets import make_spiked_covariance
+
+    X = make_spiked_covariance(n, p, spikes=spikes, noise=noise, seed=seed)[0].compute()
+    Xc = X - X.mean(axis=0)
+    return Xc.T @ Xc / n
+
+
+UNEQUAL = np.linspace(0.5, 1.0, 200)
+
+
+def test_whitened_rule_finds_the_spikes_where_mp_does_not():
+    S = _spiked(20_000, 200, (20, 10, 5, 3, 2), UNEQUAL, seed=11)
+    values = np.linalg.eigvalsh(S)[::-1]
+    k_mp, sigma2, _ = n_components_mp(values, 20_000, 200)
+    assert k_mp > 50  # the bulk is wider than one Marchenko-Pastur law
+    misfit, tol = bulk_misfit(values, 20_000, 200, k_mp, sigma2)
+    assert misfit > tol
+    k, psi, whitened, edge = n_components_whitened(S, 20_000)
+    assert k == 5
+    np.testing.assert_allclose(psi, UNEQUAL**2, rtol=0.05)  # each feature's noise variance, recovered
+    assert whitened[4] > edge > whitened[5]
+
+
+def test_whitened_rule_and_mp_agree_on_equal_noise_and_mp_fits_its_bulk():
+    S = _spiked(20_000, 200, (20, 10, 5, 3, 2), 1.0, seed=12)
+    values = np.linalg.eigvalsh(S)[::-1]
+    k_mp, sigma2, _ = n_components_mp(values, 20_000, 200)
+    misfit, tol = bulk_misfit(values, 20_000, 200, k_mp, sigma2)
+    assert k_mp == 5 and misfit < tol
+    assert n_components_whitened(S, 20_000)[0] == 5
+
+
+def test_no_spike_gives_zero_and_low_rank_data_give_their_rank():
+    assert n_components_whitened(_spiked(20_000, 100, (), np.linspace(0.5, 1, 100), seed=13), 20_000)[0] == 0
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 10)) @ rng.standard_normal((10, 50))  # noise-free, rank 10
+    S = np.cov(X.T, bias=True)
+    assert n_components_mp(np.linalg.eigvalsh(S)[::-1], 2000, 50)[0] == 10
+    assert n_components_whitened(S, 2000)[0] == 10
+
+
+def test_white_noise_edge_is_exceeded_about_one_time_in_a_hundred():
+    rng = np.random.default_rng(1)
+    n, p = 1000, 40
+    top = [np.linalg.eigvalsh(np.cov(rng.standard_normal((n, p)).T, bias=True))[-1] for _ in range(400)]
+    share = np.mean(np.asarray(top) > white_noise_edge(n, p))
+    assert share <= 0.03  # 4 expected of 400
+    assert np.mean(np.asarray(top) > marchenko_pastur_edges(p / n)[1]) > share  # the bare edge is passed more often

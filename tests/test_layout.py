@@ -32,6 +32,7 @@ LAYERS = {
     "bigdr.base": 5,
     "bigdr.nystrom": 5,
     "bigdr.pca": 6,
+    "bigdr.factor_analysis": 6,
     "bigdr.mds": 6,
     "bigdr.isomap": 6,
     "bigdr.kernel_pca": 6,

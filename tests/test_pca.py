@@ -151,6 +151,37 @@ def test_mp_finds_the_planted_spikes():
     np.testing.assert_allclose(model.explained_variance_, [9, 4], rtol=0.05)
 
 
+@pytest.mark.parametrize("solver", ["covariance", "tsqr"])
+def test_unequal_noise_mp_warns_and_mp_whitened_finds_the_spikes(solver):
+    from bigdr.datasets import make_spiked_covariance
+    from bigdr.exceptions import RankSelectionWarning
+
+    noise = np.linspace(0.5, 1.0, 200)  # noise standard deviation differs between features
+    X, _ = make_spiked_covariance(20_000, 200, spikes=(20, 10, 5, 3, 2), noise=noise, seed=5)
+    X = da.from_array(X.compute(), chunks=(3000, 200))
+    with pytest.warns(RankSelectionWarning, match="mp-whitened"):
+        assert PCA("mp", svd_solver=solver).fit(X).n_components_ > 50
+    model = PCA("mp-whitened", svd_solver=solver).fit(X)
+    assert model.n_components_ == model.n_components_rule_ == 5
+    np.testing.assert_allclose(model.feature_noise_variance_, noise**2, rtol=0.05)
+    assert not hasattr(model, "mp_edge_")
+    assert model.whitened_spectrum_[4] > model.whitened_edge_ > model.whitened_spectrum_[5]
+
+
+def test_a_rule_that_finds_nothing_says_zero_and_keeps_one_component():
+    from bigdr.datasets import make_spiked_covariance
+
+    X, _ = make_spiked_covariance(20_000, 50, spikes=(), noise=np.linspace(0.5, 1.0, 50), seed=6)
+    model = PCA("mp-whitened").fit(X)
+    assert model.n_components_rule_ == 0 and model.n_components_ == 1
+
+
+@pytest.mark.parametrize("solver", ["samples", "randomized"])
+def test_mp_whitened_needs_the_covariance(rng, solver):
+    with pytest.raises(ValueError, match="svd_solver='covariance' or 'tsqr'"):
+        PCA("mp-whitened", svd_solver=solver).fit(correlated(rng, 100, 5))
+
+
 def test_dask_in_gives_lazy_dask_out_and_numpy_gives_numpy(rng):
     X = correlated(rng, 400, 5)
     model = PCA(2).fit(X)

@@ -19,6 +19,10 @@ Baik, J., Ben Arous, G. & Peche, S. (2005). Phase transition of the largest
 eigenvalue for nonnull complex sample covariance matrices. Annals of
 Probability 33(5), 1643-1697. doi:10.1214/009117905000000233
 
+Johnstone, I. M. (2001). On the distribution of the largest eigenvalue in
+principal components analysis. Annals of Statistics 29(2), 295-327.
+doi:10.1214/aos/1009210544
+
 Gavish, M. & Donoho, D. L. (2014). The optimal hard threshold for singular
 values is 4/sqrt(3). IEEE Trans. Information Theory 60(8), 5040-5053.
 doi:10.1109/TIT.2014.2323359
@@ -79,21 +83,70 @@ def estimate_noise_variance(eigenvalues: np.ndarray, n_samples: int, n_features:
     return float(np.median(ev) / (scale * marchenko_pastur_median(beta)))
 
 
+def numerical_rank(eigenvalues: np.ndarray, n_samples: int, n_features: int) -> int:
+    """How many eigenvalues of a covariance stand above its rounding level, ``max(n, p) eps lambda_1``."""
+    ev = np.asarray(eigenvalues, dtype=float)
+    if ev.size == 0 or ev.max() <= 0:
+        return 0
+    return int(np.sum(ev > max(n_samples, n_features) * np.finfo(float).eps * ev.max()))
+
+
 def n_components_mp(eigenvalues: np.ndarray, n_samples: int, n_features: int) -> tuple[int, float, float]:
     """Number of eigenvalues above the MP bulk edge.
 
     Returns ``(k, sigma2, edge)``. Assumptions: the noise is i.i.d. across
     coordinates with a common variance (standardise heterogeneous features
-    first), rows are independent, and the number of spikes is small next to
-    ``min(n, p)``. The finite-sample fluctuation of the largest noise
-    eigenvalue (Tracy–Widom, of order ``n^{-2/3}``) is ignored, so a spike
-    just at the edge may be kept or dropped.
+    first, or use :func:`n_components_whitened`), rows are independent, and
+    the number of spikes is small next to ``min(n, p)``. The finite-sample
+    fluctuation of the largest noise eigenvalue (Tracy–Widom, of order
+    ``n^{-2/3}``) is ignored, so a spike just at the edge may be kept or
+    dropped. When half or more of the ``min(n, p)`` eigenvalues are at the
+    rounding level there is no noise bulk: the data are of low rank, and
+    the answer is the numerical rank (``sigma2 = 0``).
     """
+    m = min(n_samples, n_features)
+    rank = numerical_rank(eigenvalues, n_samples, n_features)
+    if rank <= m // 2:
+        ev = np.sort(np.asarray(eigenvalues, dtype=float))[::-1]
+        edge = float(ev[rank]) if rank < len(ev) else 0.0
+        return rank, 0.0, edge
     gamma = n_features / n_samples
     sigma2 = estimate_noise_variance(eigenvalues, n_samples, n_features)
     edge = marchenko_pastur_edges(gamma, sigma2)[1]
     k = int(np.sum(np.asarray(eigenvalues) > edge))
     return k, sigma2, edge
+
+
+def marchenko_pastur_cdf(x: np.ndarray, gamma: float, sigma2: float = 1.0) -> np.ndarray:
+    """Distribution function of the Marchenko–Pastur law (``gamma <= 1``), by quadrature on a fine grid."""
+    a, b = marchenko_pastur_edges(gamma, sigma2)
+    grid = np.linspace(a, b, 20_001)
+    pdf = marchenko_pastur_pdf(grid, gamma, sigma2)
+    cdf = np.concatenate([[0.0], np.cumsum((pdf[1:] + pdf[:-1]) * 0.5 * np.diff(grid))])
+    return np.interp(np.asarray(x, dtype=float), grid, cdf / cdf[-1])
+
+
+def bulk_misfit(eigenvalues: np.ndarray, n_samples: int, n_features: int, k: int, sigma2: float) -> tuple[float, float]:
+    """How far the eigenvalues below the edge are from the Marchenko–Pastur law, and the tolerance.
+
+    Returns ``(D, tol)``: ``D`` is the Kolmogorov distance between the
+    empirical distribution of the ``min(n, p) - k`` bulk eigenvalues (as a
+    share of all ``min(n, p)``) and the law with ``sigma2``; ``tol = 4/m +
+    0.02``. Noise of one variance in every feature gives ``D`` of about
+    ``3/m`` (eigenvalues are rigid, so the distance falls as ``1/m``, not
+    ``1/sqrt(m)``); noise whose standard deviation varies from 0.9 to 1.0
+    across 200 features gives 0.06, from 0.5 to 1.0 gives 0.36
+    (benchmarks/results/rank.md).
+    """
+    m = min(n_samples, n_features)
+    if sigma2 <= 0 or m - k < 2:
+        return 0.0, 1.0
+    beta = m / max(n_samples, n_features)
+    scale = 1.0 if n_features <= n_samples else n_features / n_samples
+    bulk = np.sort(np.asarray(eigenvalues, dtype=float)[:m])[::-1][k:][::-1] / scale
+    expected = marchenko_pastur_cdf(bulk, beta, sigma2)
+    empirical = (np.arange(1, len(bulk) + 1) - 0.5) / m
+    return float(np.abs(expected - empirical).max()), 4.0 / m + 0.02
 
 
 def n_components_for_fraction(explained_variance_ratio: np.ndarray, fraction: float) -> int:
@@ -102,3 +155,75 @@ def n_components_for_fraction(explained_variance_ratio: np.ndarray, fraction: fl
     # The same rule as scikit-learn, so both select the same k.
     k = int(np.searchsorted(cumulative, fraction, side="right") + 1)
     return min(k, len(explained_variance_ratio))
+
+
+#: The 99th percentile of the Tracy-Widom law of order 1 (Tracy & Widom 1996; Johnstone 2001, table 1).
+TRACY_WIDOM_99 = 2.0234
+
+
+def white_noise_edge(n_samples: int, n_features: int) -> float:
+    """The 99th percentile of the largest eigenvalue of the (biased) covariance of white noise of variance 1.
+
+    Johnstone (2001): for n rows of p independent N(0, 1) features the largest
+    eigenvalue of ``X^T X`` is about ``mu + s W`` with ``W`` Tracy-Widom of
+    order 1, ``mu = (sqrt(n - 1) + sqrt(p))^2`` and ``s = (sqrt(n - 1) +
+    sqrt(p)) (1/sqrt(n - 1) + 1/sqrt(p))^(1/3)``. The bare edge ``(1 +
+    sqrt(p/n))^2`` is about ``mu / n``, which the largest noise eigenvalue
+    exceeds about one time in six; this edge, one time in a hundred (so a
+    rule counting eigenvalues above it adds a spurious component to about
+    one data set in a hundred; with the 95th percentile, one in twenty).
+    """
+    a, b = np.sqrt(n_samples - 1.0), np.sqrt(float(n_features))
+    mu = (a + b) ** 2
+    scale = (a + b) * (1.0 / a + 1.0 / b) ** (1.0 / 3.0)
+    return float((mu + TRACY_WIDOM_99 * scale) / n_samples)
+
+
+def n_components_whitened(
+    S: np.ndarray, n_samples: int, max_rounds: int = 10
+) -> tuple[int, np.ndarray, np.ndarray, float]:
+    """Number of components by the Marchenko–Pastur edge after whitening each feature's noise.
+
+    When the noise variance differs between features, the bulk of the
+    covariance spectrum is wider than one Marchenko–Pastur law, and the edge
+    of :func:`n_components_mp` cuts into it (71 components kept of 5 spikes in
+    200 features whose noise standard deviation runs from 0.5 to 1.0). The
+    factor-analysis model ``Cov x = W^T W + Psi`` says what to do: in
+    ``Psi^-1/2 S Psi^-1/2`` the noise is white with variance 1, so its
+    eigenvalues above the largest a white-noise covariance reaches (the 99th
+    percentile of its Tracy-Widom law, :func:`white_noise_edge`) are the
+    components. ``Psi`` is
+    not known and depends on ``k``: starting from the column variances, the
+    count and a maximum-likelihood fit of ``Psi`` with that many factors
+    (:func:`bigdr.core.factor.fit_factors`) alternate until the count
+    repeats (at most ``max_rounds``).
+
+    ``S``: the biased sample covariance (p x p) of ``n_samples`` rows.
+    Returns ``(k, psi, whitened_eigenvalues, edge)``. Data of low numerical
+    rank (no noise bulk) give their numerical rank, as :func:`n_components_mp`.
+    """
+    from .factor import fit_factors
+
+    p = S.shape[0]
+    variance = np.diag(S).astype(np.float64)
+    floor = max(float(variance.max()), np.finfo(float).tiny) * 1e-12  # constant features: no division by 0
+    psi = np.maximum(variance, floor)
+    values = np.linalg.eigvalsh(S)[::-1]
+    rank = numerical_rank(values, n_samples, p)
+    edge = white_noise_edge(n_samples, p)
+    if rank <= min(n_samples, p) // 2:
+        return rank, psi, values, edge
+    k = -1
+    whitened = values
+    for _ in range(max_rounds):
+        d = 1.0 / np.sqrt(psi)
+        whitened = np.linalg.eigvalsh(S * np.outer(d, d))[::-1]
+        count = int(np.sum(whitened > edge))
+        if count == k:
+            break
+        k = count
+        if k == 0:
+            psi = np.maximum(variance, floor)
+        else:
+            psi = np.maximum(fit_factors(S, n_samples, min(k, p - 1), 1e-6).noise_variance, floor)
+    return k, psi, whitened, edge

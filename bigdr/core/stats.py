@@ -94,6 +94,16 @@ def moments_block(block: np.ndarray, diagonal: bool = False, first_row: int = 0)
     return Moments(n, shift + d, about_shift - correction)
 
 
+def scatter_moments(block: np.ndarray, first_row: int = 0) -> Moments:
+    """:func:`moments_block` with the full scatter, called as ``(block, first_row)`` by the tree reduction."""
+    return moments_block(block, first_row=first_row)
+
+
+def column_moments(block: np.ndarray, first_row: int = 0) -> Moments:
+    """:func:`moments_block` with the scatter's diagonal only, called as ``(block, first_row)``."""
+    return moments_block(block, diagonal=True, first_row=first_row)
+
+
 def _pooled_mean(a: Moments | QRState, b: Moments | QRState) -> tuple[int, np.ndarray, np.ndarray]:
     """Count, mean difference and mean of two non-empty states merged (the shared half of both merges)."""
     n = a.n + b.n
