@@ -242,6 +242,13 @@ class PCA(BigdrEstimator):
     def _choose_solver(self, n: int, p: int) -> str:
         if self.svd_solver != "auto":
             return self.svd_solver
+        if self.n_components == "mp-whitened":  # needs the p x p covariance, whatever n is
+            if p > MAX_COVARIANCE_FEATURES:
+                raise ValueError(
+                    f"n_components='mp-whitened' needs the {p} x {p} covariance; it takes at most "
+                    f"{MAX_COVARIANCE_FEATURES} features. Use n_components='mp' or an int."
+                )
+            return "covariance"
         if n < p and n <= MAX_SAMPLES_GRAM:
             return "samples"
         if p <= MAX_COVARIANCE_FEATURES:

@@ -168,6 +168,14 @@ def test_unequal_noise_mp_warns_and_mp_whitened_finds_the_spikes(solver):
     assert model.whitened_spectrum_[4] > model.whitened_edge_ > model.whitened_spectrum_[5]
 
 
+def test_mp_whitened_on_wide_data_uses_the_covariance():
+    from bigdr.datasets import make_spiked_covariance
+
+    X, _ = make_spiked_covariance(500, 1000, spikes=(50, 20, 10), seed=2)
+    model = PCA("mp-whitened").fit(X)
+    assert model.svd_solver_ == "covariance" and model.n_components_ == 3
+
+
 def test_a_rule_that_finds_nothing_says_zero_and_keeps_one_component():
     from bigdr.datasets import make_spiked_covariance
 
