@@ -140,8 +140,8 @@ def run_battery():
     lines.append(
         "Models on which every seed gave the true rank: "
         + ", ".join(f"{rule} {correct[rule]}/{len(rows)}" for rule in rules)
-        + ". PCA keeps at least one component, so `mp` and `mp-whitened` report their rule's 0 as "
-        "`n_components_rule_` = 1 on the model without spikes.\n"
+        + ". For `mp` and `mp-whitened` the answer is `n_components_rule_`, what the rule says (0 on the "
+        "model without spikes); the fitted PCA keeps one component there.\n"
     )
     return rows, "\n".join(lines) + "\n"
 

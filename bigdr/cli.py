@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ._version import __version__
 from .cliargs import METHOD_OPTIONS, USER_ERRORS, build_parser, cli_words, user_message
-from .methods import make_estimator
+from .methods import METHODS, make_estimator
 
 
 def _cmd_generate(args) -> int:
@@ -84,6 +84,7 @@ def _fit_transform(
     save_model=None,
     model_key=None,
     scree=None,
+    biplot=None,
     overwrite=False,
     report=False,
     resume=False,
@@ -103,6 +104,8 @@ def _fit_transform(
     model = make_estimator(method, {"n_components": n_components, **options})
     if scree and method.endswith("-rp"):
         raise ValueError("--scree draws a spectrum; random projections have none.")
+    if biplot and method not in ("pca", "factor-analysis"):
+        raise ValueError("--biplot draws loadings: it applies to --method pca and factor-analysis only.")
     if report and not method.endswith("-rp"):
         raise ValueError("--report applies to --method gaussian-rp and sparse-rp only.")
     if model_key is not None and not save_model:
@@ -114,11 +117,11 @@ def _fit_transform(
         from .io.obsm import check_obsm
 
         check_obsm(str(input_path), obsm, overwrite)
-    outputs = {"store": output, "model": save_model, "png": scree}
+    outputs = {"store": output, "model": save_model, "png": scree, "biplot": biplot}
     for kind, path in outputs.items():
         if path:
             others = [q for k, q in outputs.items() if q and k != kind]
-            check_output(path, kind, overwrite=overwrite, inputs=inputs, others=others)
+            check_output(path, "png" if kind == "biplot" else kind, overwrite=overwrite, inputs=inputs, others=others)
     X = model.read_input(input_path, dataset)
     if dry_run:
         from .memory import format_bytes, memory_limit
@@ -165,6 +168,12 @@ def _fit_transform(
         else:
             write_zarr(Y, output, attrs=attrs, overwrite=overwrite, resume=resume)
         t_write = time.perf_counter() - t0
+        if biplot:  # from the embedding just written, so the input is not read again
+            from .plot import biplot as draw_biplot
+
+            tmp = temporary_sibling(Path(biplot))
+            staged.append((tmp, Path(biplot)))
+            draw_biplot(model, None, tmp, scores=Y if obsm is not None else output)
         for tmp, final in staged:
             publish(tmp, final, overwrite)
     finally:
@@ -177,6 +186,10 @@ def _fit_transform(
 def _cmd_fit_transform(args) -> int:
     # Options not given are absent (argparse.SUPPRESS): the method's own defaults apply.
     options = {name: getattr(args, name) for name in METHOD_OPTIONS if hasattr(args, name)}
+    if options.get("random_state") is None:  # not given: 0 for the methods that draw, nothing for the others
+        options.pop("random_state", None)
+        if args.method in METHODS and "random_state" in METHODS[args.method].cls().get_params():
+            options["random_state"] = 0
     model, shape, t_fit, t_write = _fit_transform(
         args.input,
         args.output,
@@ -186,6 +199,7 @@ def _cmd_fit_transform(args) -> int:
         save_model=args.save_model,
         model_key=_read_key(args.model_key_file),
         scree=args.scree,
+        biplot=args.biplot,
         overwrite=args.overwrite,
         report=args.report,
         resume=args.resume,
@@ -212,6 +226,8 @@ def _cmd_fit_transform(args) -> int:
         print(f"model saved to {args.save_model}")
     if args.scree:
         print(f"scree plot written to {args.scree}")
+    if args.biplot:
+        print(f"biplot written to {args.biplot}")
     return 0
 
 

@@ -29,6 +29,7 @@ METHOD_OPTIONS = (
     "variant",
     "reg",
     "reference_size",
+    "rotation",
 )
 #: Python parameters the command line spells otherwise (everything else: ``a_b`` -> ``--a-b``).
 FLAG_OF = {"n_landmarks": "--landmarks", "n_components": "-k/--n-components"}
@@ -38,8 +39,8 @@ USER_ERRORS = (ValueError, TypeError, KeyError, OSError)
 def _n_components(text: str):
     if text == "auto":
         return "auto"
-    if text in ("mp", "none", "None"):
-        return None if text.lower() == "none" else "mp"
+    if text in ("mp", "mp-whitened", "none", "None"):
+        return None if text.lower() == "none" else text
     try:
         return int(text)
     except ValueError:
@@ -48,7 +49,7 @@ def _n_components(text: str):
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected an int, a fraction in (0, 1), 'mp' or 'none'; got {text!r}"
+            f"expected an int, a fraction in (0, 1), 'mp', 'mp-whitened' or 'none'; got {text!r}"
         ) from None
 
 
@@ -200,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--n-components",
         type=_n_components,
         default=2,
-        help="int, fraction of variance in (0,1), 'mp' or 'none' (default 2)",
+        help="int, fraction of variance in (0,1), 'mp', 'mp-whitened' (pca) or 'none' (default 2)",
     )
     f.add_argument(
         "--svd-solver", default=argparse.SUPPRESS, choices=["auto", "covariance", "tsqr", "samples", "randomized"]
@@ -243,6 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="kernel-pca: exact up to 20,000 rows with 'auto', Nystroem above; or random Fourier features",
     )
     f.add_argument("--n-fourier", type=int, default=argparse.SUPPRESS, help="kernel-pca: random features (4000)")
+    f.add_argument(
+        "--rotation",
+        default=argparse.SUPPRESS,
+        choices=["varimax", "quartimax"],
+        help="factor-analysis: orthogonal rotation of the loadings (default none)",
+    )
     f.add_argument(
         "--variant",
         default=argparse.SUPPRESS,
@@ -298,8 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument(
         "--random-state",
         type=int,
-        default=0,
-        help="seed (default 0: the same command gives the same output, so --resume can continue it)",
+        default=None,
+        help="seed of the methods that draw (default 0: the same command gives the same output, so --resume "
+        "can continue it)",
     )
     f.add_argument("--dataset", default=None, help="array inside a zarr group or HDF5 file")
     f.add_argument("--save-model", default=None, metavar="PATH", help="also save the fitted model here")
@@ -314,6 +322,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PNG",
         help="also draw the spectrum: PCA's scree plot, Isomap's residual variance, the other methods' eigenvalues",
+    )
+    f.add_argument(
+        "--biplot",
+        default=None,
+        metavar="PNG",
+        help="pca, factor-analysis: also draw the biplot (scores as a density, loadings as labelled arrows)",
     )
     f.add_argument(
         "--overwrite", action="store_true", help="replace outputs that bigdr wrote earlier (never anything else)"

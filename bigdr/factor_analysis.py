@@ -21,6 +21,7 @@ from ._compute import compute
 from ._validation import check_choice, check_int, check_n_features, check_real
 from .base import BigdrEstimator, chunk_bytes_of, wants_numpy
 from .core.factor import ROTATIONS, fit_factors, posterior_map, precision, rotate, row_loglike
+from .core.spectrum import white_noise_edge
 from .core.stats import Moments, merge_moments, scatter_moments
 from .exceptions import ConvergenceWarning
 from .io import as_array
@@ -70,6 +71,13 @@ class FactorAnalysis(BigdrEstimator):
         Log-likelihood at each iteration.
     n_iter_, n_samples_seen_, n_features_in_ : int
     converged_ : bool
+    whitened_spectrum_ : ndarray (n_features,)
+        Eigenvalues of ``Psi^-1/2 S Psi^-1/2`` at the last iteration, descending:
+        a factor adds ``s_j - 1`` to the white noise's 1, and eigenvalues of
+        white noise reach at most about ``whitened_edge_`` (the scree plot).
+    whitened_edge_ : float
+        The 99th percentile of the largest eigenvalue of white noise for this
+        n and p (:func:`bigdr.core.spectrum.white_noise_edge`).
 
     References
     ----------
@@ -184,6 +192,8 @@ class FactorAnalysis(BigdrEstimator):
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
         self.n_components_ = k
+        self.whitened_spectrum_ = result.spectrum
+        self.whitened_edge_ = white_noise_edge(n, p)
 
     # -- the model --------------------------------------------------------------
     def get_covariance(self) -> np.ndarray:

@@ -38,6 +38,7 @@ METHODS: dict[str, Method] = {
     for m in (
         Method("pca", "pca:PCA", "principal component analysis in one pass"),
         Method("factor-analysis", "factor_analysis:FactorAnalysis", "maximum-likelihood factor analysis in one pass"),
+        Method("ica", "ica:FastICA", "FastICA: one pass to whiten, one pass per iteration"),
         Method("classical-mds", "mds:ClassicalMDS", "classical MDS (PCA for euclidean features)"),
         Method("landmark-mds", "mds:LandmarkMDS", "landmark MDS and triangulation", {"landmarks": "n_landmarks"}),
         Method("isomap", "isomap:Isomap", "Isomap: exact, landmarks, or a sampled graph"),

@@ -39,7 +39,9 @@ def scree_plot(model, path: str | os.PathLike, *, title: str | None = None) -> s
 def spectrum_plot(model: Any, path: str | os.PathLike, *, title: str | None = None) -> str:
     """A PNG of what a fitted model's dimensions cost or hold.
 
-    PCA: :func:`scree_plot`. Isomap: the residual variance ``1 - R^2`` between
+    PCA: :func:`scree_plot`. Factor analysis: the eigenvalues of the
+    covariance whitened by the noise variances, with the largest that white
+    noise reaches (``whitened_edge_``). Isomap: the residual variance ``1 - R^2`` between
     geodesic and embedded distances against the dimension (Tenenbaum, de
     Silva & Langford 2000: the elbow is the manifold's dimension). Other
     spectral methods: their eigenvalues ``eigenvalues_`` against the index
@@ -54,7 +56,18 @@ def spectrum_plot(model: Any, path: str | os.PathLike, *, title: str | None = No
         return scree_plot(model, path, title=title)
     name = type(model).__name__
     fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
-    if getattr(model, "residual_variance_", None) is not None:
+    if getattr(model, "whitened_spectrum_", None) is not None:  # factor analysis
+        ev = np.asarray(model.whitened_spectrum_, dtype=float)
+        count, k = len(ev), int(model.n_components_)
+        idx = np.arange(1, count + 1)
+        ax.semilogy(idx, ev, "o-", ms=3, color="0.6", label="eigenvalues")
+        ax.semilogy(idx[:k], ev[:k], "o", ms=5, color="C0", label=f"factors ({k})")
+        ax.axhline(model.whitened_edge_, color="C3", ls="--", label=f"white-noise edge {model.whitened_edge_:.3g}")
+        ax.set_xlabel("component")
+        ax.set_ylabel("eigenvalue of the noise-whitened covariance")
+        ax.set_title(title or f"{name}: spectrum after whitening by the noise variances")
+        ax.legend()
+    elif getattr(model, "residual_variance_", None) is not None:
         rv = np.asarray(model.residual_variance_, dtype=float)
         count = len(rv)
         ax.plot(np.arange(1, count + 1), rv, "o-", color="C0")
@@ -75,7 +88,8 @@ def spectrum_plot(model: Any, path: str | os.PathLike, *, title: str | None = No
     else:
         plt.close(fig)
         raise ValueError(f"{name} has no spectrum to plot (no eigenvalues_ or residual_variance_).")
-    ax.set_xticks(np.arange(1, count + 1))
+    if count <= 40:
+        ax.set_xticks(np.arange(1, count + 1))
     fig.tight_layout()
     fig.savefig(path, format="png", metadata={"Software": "bigdr"})
     plt.close(fig)
@@ -237,3 +251,99 @@ def embedding(
     fig.savefig(path, format="png", metadata={"Software": "bigdr"})
     plt.close(fig)
     return str(path)
+
+
+class Biplot(NamedTuple):
+    """What :func:`biplot` drew."""
+
+    path: str
+    labels: list[str]  #: the features whose arrows are drawn, longest first
+    arrows: np.ndarray  #: (m, 2) arrow tips in the picture's coordinates
+    scale: float  #: arrow length in the picture per unit of loading
+
+
+def biplot(
+    model: Any,
+    X: Any,
+    path: str | os.PathLike,
+    *,
+    components: tuple[int, int] = (0, 1),
+    feature_names: Any = None,
+    max_arrows: int = 12,
+    bins: int | str = "auto",
+    title: str | None = None,
+    scores: Any = None,
+) -> Biplot:
+    """A biplot (Gabriel 1971) of a fitted PCA or factor analysis: the rows' scores and the features' loadings.
+
+    The scores ``model.transform(X)`` on two components are drawn as the
+    density of rows per pixel (:func:`bin_embedding`, out of core, any
+    number of rows); each feature is an arrow from the origin to its
+    loadings on the two components, labelled with its name: for PCA
+    ``v_cj sqrt(lambda_c)`` (the covariance of the feature with the
+    standardised score), for factor analysis ``W_cj`` (its covariance with
+    the factor). Arrows share one scale, chosen so that the longest reaches
+    80% of the scores' extent; features at a small angle are correlated
+    through these components, and an arrow's length is how much of the
+    feature they carry. Only the ``max_arrows`` longest arrows are drawn.
+    ``scores``: the embedding of ``X`` if already computed (an array, dask
+    array or zarr store of ``model.transform(X)``); then ``X`` is not read
+    and may be None.
+
+    References
+    ----------
+    Gabriel, K. R. (1971). The biplot graphic display of matrices with
+    application to principal component analysis. Biometrika 58(3), 453-467.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
+
+    from ._validation import check_int
+
+    from .factor_analysis import FactorAnalysis
+    from .pca import PCA
+
+    if not isinstance(model, (PCA, FactorAnalysis)) or not hasattr(model, "components_"):
+        raise TypeError(f"A biplot needs a fitted PCA or FactorAnalysis; got {type(model).__name__}.")
+    W = np.asarray(model.components_, dtype=np.float64)
+    if len(components) != 2 or not all(0 <= int(c) < W.shape[0] for c in components):
+        raise ValueError(f"components must be two component numbers below {W.shape[0]}; got {components!r}.")
+    check_int(max_arrows, "max_arrows")
+    c = [int(c) for c in components]
+    loadings = W[c].T
+    if hasattr(model, "explained_variance_"):
+        loadings = loadings * np.sqrt(np.asarray(model.explained_variance_, dtype=np.float64)[c])
+    p = loadings.shape[0]
+    names = feature_names if feature_names is not None else getattr(model, "feature_names_in_", None)
+    names = [f"x{j}" for j in range(p)] if names is None else [str(v) for v in names]
+    if len(names) != p:
+        raise ValueError(f"feature_names has {len(names)} names for {p} features.")
+    if scores is None and X is None:
+        raise ValueError("A biplot needs the rows X, or their scores.")
+    Y = model.transform(X) if scores is None else scores
+    grid, extent, _, n = bin_embedding(Y, bins=bins, columns=(c[0], c[1]))
+    length = np.hypot(loadings[:, 0], loadings[:, 1])
+    order = np.argsort(-length, kind="stable")[:max_arrows]
+    reach = 0.8 * min(max(abs(extent[0]), abs(extent[1])), max(abs(extent[2]), abs(extent[3])))
+    scale = reach / max(float(length[order[0]]), np.finfo(float).tiny)
+    tips = loadings[order] * scale
+    fig, ax = plt.subplots(figsize=(7, 6), dpi=120)
+    counts = np.where(grid.counts > 0, grid.counts, np.nan)
+    im = ax.imshow(counts, origin="lower", extent=extent, aspect="auto", interpolation="nearest", cmap="Greys",
+                   norm=LogNorm(vmin=1, vmax=max(float(np.nanmax(counts)), 1.0)))  # fmt: skip
+    fig.colorbar(im, ax=ax, label="rows per pixel")
+    for (x, y), label in zip(tips, [names[j] for j in order], strict=True):
+        ax.annotate("", xy=(x, y), xytext=(0, 0), arrowprops={"arrowstyle": "->", "color": "C3", "lw": 1.5})
+        ax.text(x * 1.06, y * 1.06, label, color="C3", fontsize=8, ha="center", va="center")
+    kind = "factor" if not hasattr(model, "explained_variance_") else "component"
+    ax.set_xlabel(f"{kind} {c[0] + 1}")
+    ax.set_ylabel(f"{kind} {c[1] + 1}")
+    shown = f"{len(order)} of {p} features" if len(order) < p else f"{p} features"
+    ax.set_title(title or f"Biplot of {type(model).__name__}: {n:,} rows, {shown}")
+    fig.tight_layout()
+    fig.savefig(path, format="png", metadata={"Software": "bigdr"})
+    plt.close(fig)
+    return Biplot(str(path), [names[j] for j in order], tips, float(scale))

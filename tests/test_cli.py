@@ -40,6 +40,15 @@ def test_fraction_and_mp_options(spiked_store, tmp_path):
     assert (
         main(["fit-transform", str(spiked_store), str(tmp_path / "b.zarr"), "-k", "0.5", "--svd-solver", "tsqr"]) == 0
     )
+    assert main(["fit-transform", str(spiked_store), str(tmp_path / "c.zarr"), "-k", "mp-whitened"]) == 0
+    assert zarr.open(str(tmp_path / "c.zarr"), mode="r").shape == (30000, 2)
+
+
+def test_random_state_goes_only_to_methods_that_draw(spiked_store, tmp_path, capsys):
+    fa = ["fit-transform", str(spiked_store), str(tmp_path / "f.zarr"), "--method", "factor-analysis", "-k", "2"]
+    assert main(fa) == 0  # the default seed is not passed to a method without one
+    assert main([*fa, "--overwrite", "--random-state", "3"]) == 2
+    assert "--random-state applies to" in capsys.readouterr().err
 
 
 def test_info_on_store_and_model(spiked_store, tmp_path, capsys):

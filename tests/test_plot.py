@@ -103,3 +103,46 @@ def test_spectrum_of_each_method_from_the_command_line(roll, method, tmp_path):
     assert main([*argv, "--scree", str(png)]) == 0
     img = matplotlib.image.imread(str(png))[..., :3]
     assert (img.min(axis=2) < 0.5).mean() > 0.001  # axes, line and labels are drawn
+
+
+# -- biplot -----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def factors():
+    """20,000 rows of 3 factors in 8 features with noise of one variance per feature."""
+    rng = np.random.default_rng(3)
+    W = rng.standard_normal((3, 8))
+    return rng.standard_normal((20_000, 3)) @ W + rng.uniform(0.3, 1.0, 8) * rng.standard_normal((20_000, 8))
+
+
+@pytest.mark.parametrize("cls", [bigdr.PCA, bigdr.FactorAnalysis])
+def test_biplot_draws_the_scores_and_labelled_arrows(factors, cls, tmp_path):
+    model = cls(3).fit(factors)
+    names = [f"gene{j}" for j in range(8)]
+    drawn = bigdr.plot.biplot(model, da.from_array(factors, chunks=5000), tmp_path / "b.png", feature_names=names,
+                              max_arrows=5)  # fmt: skip
+    # the five longest loadings on components 1 and 2, longest first, at one common scale
+    L = model.components_[:2].T * (np.sqrt(model.explained_variance_[:2]) if cls is bigdr.PCA else 1.0)
+    longest = np.argsort(-np.hypot(L[:, 0], L[:, 1]))[:5]
+    assert drawn.labels == [names[j] for j in longest]
+    np.testing.assert_allclose(drawn.arrows, L[longest] * drawn.scale)
+    px = _colours(drawn.path)
+    assert (px.min(axis=1) < 0.9).mean() > 0.05  # the density of the scores
+    red = np.array([0.839, 0.153, 0.157])  # matplotlib's C3, the arrows and their labels
+    assert (np.abs(px - red).max(axis=1) < 0.05).sum() > 200
+
+
+def test_biplot_from_the_command_line_and_its_refusals(factors, tmp_path, capsys):
+    store = tmp_path / "x.zarr"
+    bigdr.write_zarr(da.from_array(factors, chunks=(5000, 8)), store)
+    png, scree = tmp_path / "b.png", tmp_path / "s.png"
+    argv = ["fit-transform", str(store), str(tmp_path / "e.zarr"), "--method", "factor-analysis", "-k", "3"]
+    assert main([*argv, "--rotation", "varimax", "--biplot", str(png), "--scree", str(scree)]) == 0
+    assert "biplot written" in capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and scree.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    iso = ["fit-transform", str(store), str(tmp_path / "i.zarr"), "--method", "isomap", "--biplot", str(png)]
+    assert main(iso) == 2
+    assert "--biplot" in capsys.readouterr().err and not (tmp_path / "i.zarr").exists()
+    with pytest.raises(TypeError, match="PCA or FactorAnalysis"):
+        bigdr.plot.biplot(bigdr.GaussianRandomProjection(2).fit(factors), factors, tmp_path / "r.png")
+    with pytest.raises(ValueError, match="components"):
+        bigdr.plot.biplot(bigdr.PCA(2).fit(factors), factors, tmp_path / "r.png", components=(0, 2))

@@ -51,6 +51,7 @@ class FactorFit(NamedTuple):
     loglike: list[float]  # per iteration
     n_iter: int
     converged: bool
+    spectrum: np.ndarray  # (p,) eigenvalues of Psi^-1/2 S Psi^-1/2 (descending) at the last iteration
 
 
 def fit_factors(
@@ -74,6 +75,7 @@ def fit_factors(
     loglike: list[float] = []
     old = -np.inf
     W = np.zeros((k, p))
+    values = np.zeros(p)
     converged = False
     for _ in range(max_iter):
         sqrt_psi = np.sqrt(psi) + SMALL
@@ -89,7 +91,7 @@ def fit_factors(
             break
         old = ll
         psi = np.maximum(variance - np.sum(W**2, axis=0), SMALL)
-    return FactorFit(W, psi, loglike, len(loglike), converged)
+    return FactorFit(W, psi, loglike, len(loglike), converged, values[::-1].copy())
 
 
 def rotate(components: np.ndarray, method: str, tol: float = 1e-6, max_iter: int = 100) -> np.ndarray:
