@@ -30,6 +30,7 @@ METHOD_OPTIONS = (
     "reg",
     "reference_size",
     "rotation",
+    "sample_size",
 )
 #: Python parameters the command line spells otherwise (everything else: ``a_b`` -> ``--a-b``).
 FLAG_OF = {"n_landmarks": "--landmarks", "n_components": "-k/--n-components"}
@@ -244,6 +245,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="kernel-pca: exact up to 20,000 rows with 'auto', Nystroem above; or random Fourier features",
     )
     f.add_argument("--n-fourier", type=int, default=argparse.SUPPRESS, help="kernel-pca: random features (4000)")
+    f.add_argument(
+        "--sample-size",
+        type=int,
+        default=argparse.SUPPRESS,
+        help="ica: iterate on a uniform sample of this many rows first, then finish with passes over all rows",
+    )
     f.add_argument(
         "--rotation",
         default=argparse.SUPPRESS,

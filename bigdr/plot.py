@@ -302,7 +302,6 @@ def biplot(
     from matplotlib.colors import LogNorm
 
     from ._validation import check_int
-
     from .factor_analysis import FactorAnalysis
     from .pca import PCA
 

@@ -44,6 +44,14 @@ def test_fraction_and_mp_options(spiked_store, tmp_path):
     assert zarr.open(str(tmp_path / "c.zarr"), mode="r").shape == (30000, 2)
 
 
+def test_ica_from_the_command_line(spiked_store, tmp_path, capsys):
+    out = tmp_path / "s.zarr"
+    argv = ["fit-transform", str(spiked_store), str(out), "--method", "ica", "-k", "2", "--sample-size", "5000"]
+    assert main(argv) == 0
+    assert "passes over the data" in capsys.readouterr().out
+    np.testing.assert_allclose(zarr.open(str(out), mode="r")[:].std(axis=0), 1.0, rtol=1e-5)
+
+
 def test_random_state_goes_only_to_methods_that_draw(spiked_store, tmp_path, capsys):
     fa = ["fit-transform", str(spiked_store), str(tmp_path / "f.zarr"), "--method", "factor-analysis", "-k", "2"]
     assert main(fa) == 0  # the default seed is not passed to a method without one
