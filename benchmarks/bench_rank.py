@@ -167,11 +167,9 @@ def run_calibration():
         rows.append({"model": name, "true": true, "answers": answers})
         print(rows[-1]["model"], np.bincount(answers), flush=True)
     lines = [
-        "## How often mp-whitened adds a component (100 seeds each, 100..199)
-",
+        "## How often mp-whitened adds a component (100 seeds each, 100..199)\n",
         "Its edge is the 99th percentile of the largest eigenvalue of white noise, so about one fit in a hundred "
-        "should count one too many on data with no signal beyond the spikes.
-",
+        "should count one too many on data with no signal beyond the spikes.\n",
         "| model | true rank | fits with the true rank | one too many | other |",
         "| --- | --- | --- | --- | --- |",
     ]
