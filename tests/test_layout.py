@@ -34,6 +34,7 @@ LAYERS = {
     "bigdr.pca": 6,
     "bigdr.factor_analysis": 6,
     "bigdr.ica": 6,
+    "bigdr.principal_curve": 6,
     "bigdr.mds": 6,
     "bigdr.isomap": 6,
     "bigdr.kernel_pca": 6,

@@ -1,0 +1,216 @@
+"""Regularized principal curves for data larger than memory: one pass over the rows per iteration.
+
+:mod:`bigdr.core.curves` holds the mathematics (Smola et al. 2001). Here the
+projection step and the sums of the coefficient step run blockwise in one
+pass (a tree reduction of :class:`~bigdr.core.curves.CurveSums`), so ``fit``
+reads the data once per iteration whatever n is, on threads or a cluster.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+
+from ._compute import compute
+from ._validation import check_int, check_n_features, check_real
+from .base import BigdrEstimator, chunk_bytes_of, wants_numpy
+from .core.curves import centres, curve_sums, kernel, merge_curve_sums, penalty, project, solve_alpha
+from .core.eigen import scatter_eigh
+from .core.stats import merge_moments, scatter_moments
+from .io import as_array
+from .memory import Part, streaming
+from .reduce import tree_reduce
+
+
+def _initial_sums(block: np.ndarray, mean: np.ndarray, direction: np.ndarray, span: np.ndarray, c, width) -> Any:
+    X = np.asarray(block, dtype=np.float64) - mean
+    xi = np.clip((X @ direction - span[0]) / (span[1] - span[0]), 0.0, 1.0)
+    return curve_sums(X, xi, c, width, 0.0)
+
+
+def _iteration_sums(block: np.ndarray, mean: np.ndarray, alpha: np.ndarray, c, width, grid) -> Any:
+    X = np.asarray(block, dtype=np.float64) - mean
+    xi, sq = project(X, alpha, c, width, grid)
+    return curve_sums(X, xi, c, width, float(sq.sum()))
+
+
+def _project_block(block: np.ndarray, mean: np.ndarray, alpha: np.ndarray, c, width, grid) -> np.ndarray:
+    xi, sq = project(np.asarray(block, dtype=np.float64) - mean, alpha, c, width, grid)
+    return np.column_stack([xi, np.sqrt(sq)])
+
+
+class PrincipalCurve(BigdrEstimator):
+    r"""A regularized principal curve (Smola, Mika, Schoelkopf & Williamson 2001), out of core.
+
+    The curve ``f(z) = mean + sum_j alpha_j k(c_j, z)``, ``z`` in [0, 1],
+    with ``M = n_centres`` centres ``c_j`` evenly spaced and a Gaussian
+    kernel of width ``width`` in the latent coordinate, minimises
+
+    .. math:: R[f] = \frac{1}{n} \sum_i \min_z \|x_i - f(z)\|^2
+              + \frac{\lambda}{2} \operatorname{tr}(\alpha^T K_c \alpha)
+
+    by alternating the projections ``xi_i`` (nearest point of a latent grid
+    of ``grid_size`` points, then Gauss-Newton steps) and the closed form
+    ``alpha = (K_xi^T K_xi + (lambda n / 2) K_c)^{-1} K_xi^T (X - mean)``.
+    Both happen in one blockwise pass per iteration: the sums are merged
+    over row blocks (exact for any chunking). The first pass is the
+    covariance, whose first principal component ``v_1`` gives the initial
+    projections: ``t = (x - mean) v_1`` scaled to [0, 1] by its range (a
+    second pass). Iterations stop when ``R`` changes by less than ``tol``
+    (relative) or after ``max_iter``.
+
+    Parameters
+    ----------
+    n_centres : int
+        ``M``, the number of kernel centres.
+    width : float or None
+        Kernel width in the latent coordinate (default ``2 / (M - 1)``, twice
+        the spacing of the centres).
+    reg : float
+        ``lambda``: weight of the smoothness penalty against the mean squared
+        distance (both in squared data units).
+    grid_size : int or None
+        Latent grid of the projection step (default ``10 M``).
+    max_iter : int
+    tol : float
+
+    Attributes
+    ----------
+    alpha_ : ndarray (n_centres, n_features)
+    mean_ : ndarray (n_features,)
+    objective_ : list of float
+        ``R[f]`` of the curve at each pass, as measured by the projections of that pass.
+    n_iter_, n_passes_ : int
+        Coefficient steps, and passes over the data (the covariance and range passes included).
+    converged_ : bool
+
+    References
+    ----------
+    Smola, A. J., Mika, S., Schoelkopf, B. & Williamson, R. C. (2001).
+    Regularized principal manifolds. Journal of Machine Learning Research 1,
+    179-209.
+    """
+
+    def __init__(
+        self,
+        n_centres: int = 20,
+        *,
+        width: float | None = None,
+        reg: float = 1e-3,
+        grid_size: int | None = None,
+        max_iter: int = 50,
+        tol: float = 1e-6,
+    ) -> None:
+        self.n_centres = n_centres
+        self.width = width
+        self.reg = reg
+        self.grid_size = grid_size
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _settings(self) -> tuple[np.ndarray, float, np.ndarray]:
+        M = check_int(self.n_centres, "n_centres", low=3)
+        width = 2.0 / (M - 1) if self.width is None else check_real(self.width, "width", low=0.0, low_open=True)
+        G = 10 * M if self.grid_size is None else check_int(self.grid_size, "grid_size", low=M)
+        check_real(self.reg, "reg", low=0.0, low_open=True)
+        check_int(self.max_iter, "max_iter")
+        check_real(self.tol, "tol", low=0.0)
+        return centres(M), width, np.linspace(0.0, 1.0, G)
+
+    def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
+        p = Xd.shape[1]
+        G = 10 * int(self.n_centres) if self.grid_size is None else int(self.grid_size)
+        rows = max(Xd.chunks[0]) if Xd.shape[0] else 1
+        return {
+            "stream": streaming(chunk_bytes_of(Xd), 3),
+            "projection": Part(2 * rows * G * 8, "distances of a block's rows to the latent grid", "grid_size"),
+            "states": Part(10 * p * p * 8, "scatter matrices being merged", ""),
+        }
+
+    def fit(self, X: Any, y: Any = None) -> PrincipalCurve:
+        """Fit the curve to ``X`` (numpy, dask, zarr, h5py or a path): one pass per iteration."""
+        c, width, grid = self._settings()
+        Xd = as_array(X, check_finite=False)
+        n, p = Xd.shape
+        self._check_memory(Xd)
+        (state,) = compute(tree_reduce(Xd, scatter_moments, merge_moments, with_offset=True))
+        direction = scatter_eigh(state).vectors[:, 0]
+        mean = state.mean
+        t = (Xd.astype(np.float64) - mean) @ direction
+        span = np.asarray(compute(t.min(), t.max()), dtype=np.float64)
+        if span[1] <= span[0]:
+            raise ValueError("All rows are the same point; a curve needs spread data.")
+        first = functools.partial(_initial_sums, c=c, width=width)
+        shared = (dask.delayed(mean), dask.delayed(direction), dask.delayed(span))
+        (sums,) = compute(tree_reduce(Xd, first, merge_curve_sums, shared=shared))
+        alpha = solve_alpha(sums, c, width, float(self.reg))
+        step = functools.partial(_iteration_sums, c=c, width=width, grid=grid)
+        objective: list[float] = []
+        converged = False
+        for _ in range(int(self.max_iter)):
+            (sums,) = compute(tree_reduce(Xd, step, merge_curve_sums, shared=(dask.delayed(mean), dask.delayed(alpha))))
+            objective.append(sums.residual / n + 0.5 * float(self.reg) * penalty(alpha, c, width))
+            alpha = solve_alpha(sums, c, width, float(self.reg))
+            if len(objective) > 1 and abs(objective[-2] - objective[-1]) <= self.tol * abs(objective[-1]):
+                converged = True
+                break
+        self.alpha_ = alpha
+        self.mean_ = mean
+        self.objective_ = objective
+        self.n_iter_ = len(objective) + 1
+        self.n_passes_ = len(objective) + 3
+        self.converged_ = converged
+        self.n_features_in_ = int(p)
+        self.n_components_ = 1
+        self.width_ = width
+        return self
+
+    # -- using the model ---------------------------------------------------------------
+    def _projected(self, X: Any) -> da.Array:
+        c, _, grid = self._settings()
+        Xd = as_array(X, name="X", min_rows=1)
+        check_n_features(Xd.shape[1], self.n_features_in_, "PrincipalCurve")
+        return da.map_blocks(
+            _project_block,
+            Xd,
+            mean=self.mean_,
+            alpha=self.alpha_,
+            c=c,
+            width=self.width_,
+            grid=grid,
+            chunks=(Xd.chunks[0], (2,)),
+            dtype=np.float64,
+            meta=np.empty((0, 0), dtype=np.float64),
+        )
+
+    def _lazy_embedding(self, X: Any) -> da.Array:
+        return self._projected(X)[:, :1]
+
+    def transform(self, X: Any) -> np.ndarray | da.Array:
+        """Each row's latent coordinate on the curve (n x 1), blockwise."""
+        self._check_fitted()
+        Y = self._lazy_embedding(X)
+        return compute(Y)[0] if wants_numpy(X) else Y
+
+    def distances(self, X: Any) -> np.ndarray | da.Array:
+        """Each row's distance to the curve (at its projection), blockwise."""
+        self._check_fitted()
+        D = self._projected(X)[:, 1]
+        return compute(D)[0] if wants_numpy(X) else D
+
+    def inverse_transform(self, Z: Any) -> np.ndarray:
+        """The curve's points ``f(z)`` at latent coordinates ``Z`` (n x 1) in [0, 1]."""
+        self._check_fitted()
+        z = np.asarray(Z, dtype=np.float64).reshape(-1)
+        return kernel(z, centres(len(self.alpha_)), self.width_) @ self.alpha_ + self.mean_
+
+    def describe(self) -> str:
+        state = "converged" if self.converged_ else "NOT converged"
+        return (
+            f"PrincipalCurve: {len(self.alpha_)} centres, {state} in {self.n_iter_} iterations "
+            f"({self.n_passes_} passes), R[f] = {self.objective_[-1]:.6g}"
+        )

@@ -1,0 +1,119 @@
+"""Principal curves against a dense textbook implementation, chunking, recovery of known curves, a cluster run."""
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bigdr.principal_curve import PrincipalCurve
+
+
+def textbook(X, M, width, lam, grid_size, iterations):
+    """Smola et al. (2001), written out with dense matrices and one row at a time."""
+    n = len(X)
+    mean = X.mean(axis=0)
+    Xc = X - mean
+    v = np.linalg.eigh(Xc.T @ Xc)[1][:, -1]
+    v = v * np.sign(v[np.argmax(np.abs(v))])
+    c = np.linspace(0, 1, M)
+    grid = np.linspace(0, 1, grid_size)
+
+    def k(a, b):
+        return np.exp(-(np.subtract.outer(a, b) ** 2) / (2 * width**2))
+
+    def alpha_of(xi):
+        K = k(xi, c)
+        return np.linalg.solve(K.T @ K + lam * n / 2 * k(c, c), K.T @ Xc)
+
+    t = Xc @ v
+    alpha = alpha_of((t - t.min()) / (t.max() - t.min()))  # the first principal component, scaled to [0, 1]
+    for _ in range(iterations):
+        xi = np.empty(n)
+        for i, x in enumerate(Xc):
+            curve = k(grid, c) @ alpha
+            z0 = grid[np.argmin(((curve - x) ** 2).sum(axis=1))]
+            z = z0
+            for _ in range(3):  # Gauss-Newton on |x - f(z)|^2, within one grid cell, inside [0, 1]
+                f = k(np.array([z]), c)[0] @ alpha
+                J = (k(np.array([z]), c)[0] * (c - z) / width**2) @ alpha
+                z = float(np.clip(np.clip(z + J @ (x - f) / (J @ J), z0 - grid[1], z0 + grid[1]), 0, 1))
+            xi[i] = z
+        alpha = alpha_of(xi)
+    return alpha, mean
+
+
+@pytest.fixture(scope="module")
+def noisy_circle():
+    rng = np.random.default_rng(0)
+    t = rng.uniform(0, 1.5 * np.pi, 1500)  # three quarters of a circle: an open curve
+    return np.column_stack([np.cos(t), np.sin(t), 0.2 * t]) + 0.05 * rng.standard_normal((1500, 3))
+
+
+def test_equals_the_dense_textbook_algorithm(noisy_circle):
+    X = noisy_circle
+    model = PrincipalCurve(12, reg=1e-3, grid_size=120, max_iter=4, tol=0.0).fit(da.from_array(X, chunks=400))
+    alpha, mean = textbook(X, 12, 2 / 11, 1e-3, 120, iterations=4)
+    np.testing.assert_allclose(model.mean_, mean, atol=1e-12)
+    # the curves, not the coefficients: K_c is ill-conditioned, so alpha is determined less well than f
+    z = np.linspace(0, 1, 1000)
+    curve = np.exp(-(np.subtract.outer(z, np.linspace(0, 1, 12)) ** 2) / (2 * (2 / 11) ** 2)) @ alpha + mean
+    np.testing.assert_allclose(model.inverse_transform(z), curve, atol=1e-8)
+    assert model.n_iter_ == 5 and model.n_passes_ == 7 and not model.converged_
+
+
+def test_fits_a_noisy_curve_and_places_rows_on_it(noisy_circle):
+    X = noisy_circle
+    model = PrincipalCurve(15, reg=1e-3, max_iter=30).fit(X)
+    assert np.all(np.diff(model.objective_) <= 1e-12 * abs(model.objective_[0]))  # R[f] never rises
+    z = np.linspace(0, 1, 400)
+    curve = model.inverse_transform(z)
+    t = np.linspace(0, 1.5 * np.pi, 4000)
+    truth = np.column_stack([np.cos(t), np.sin(t), 0.2 * t])
+    gap = np.sqrt(((curve[:, None, :] - truth[None, :, :]) ** 2).sum(axis=2)).min(axis=1)
+    assert np.median(gap) < 0.02  # the fitted curve lies on the true one, well inside the noise (0.05 per axis)
+    Z, D = model.transform(X), model.distances(X)
+    assert Z.shape == (len(X), 1) and (0 <= Z).all() and (Z <= 1).all()
+    np.testing.assert_allclose(np.linalg.norm(X - model.inverse_transform(Z), axis=1), D, atol=1e-10)
+    lazy = model.transform(da.from_array(X, chunks=300))
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_array_equal(lazy.compute(), Z)
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.lists(st.integers(50, 900), min_size=1, max_size=4))
+def test_any_chunking_gives_the_same_curve(noisy_circle, sizes):
+    X = noisy_circle
+    cuts = sorted({c for c in np.cumsum(sizes) if c < len(X)})
+    chunks = tuple(np.diff([0, *cuts, len(X)]).tolist())
+    whole = PrincipalCurve(10, max_iter=3, tol=0.0).fit(X)
+    parts = PrincipalCurve(10, max_iter=3, tol=0.0).fit(da.from_array(X, chunks=(chunks, 3)))
+    z = np.linspace(0, 1, 500)
+    np.testing.assert_allclose(parts.inverse_transform(z), whole.inverse_transform(z), atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"n_centres": 2}, "n_centres"),
+        ({"width": 0.0}, "width"),
+        ({"reg": 0.0}, "reg"),
+        ({"grid_size": 5}, "grid_size"),
+    ],
+)
+def test_bad_input(noisy_circle, params, match):
+    with pytest.raises(ValueError, match=match):
+        PrincipalCurve(**{"n_centres": 10, **params}).fit(noisy_circle)
+
+
+def test_on_a_real_cluster(cluster_client, noisy_circle, tmp_path):
+    import bigdr
+
+    store = tmp_path / "x.zarr"
+    bigdr.write_zarr(da.from_array(noisy_circle, chunks=(500, 3)), store)
+    with cluster_client.as_current(), dask.config.set(scheduler=cluster_client.get):
+        model = PrincipalCurve(10, max_iter=3, tol=0.0).fit(str(store))
+    threaded = PrincipalCurve(10, max_iter=3, tol=0.0).fit(noisy_circle)
+    z = np.linspace(0, 1, 500)
+    np.testing.assert_allclose(model.inverse_transform(z), threaded.inverse_transform(z), atol=1e-9)
