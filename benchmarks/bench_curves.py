@@ -1,0 +1,166 @@
+"""Principal curves (issue 17): accuracy against n, and time per iteration against a read pass at scale.
+
+growth  a noisy three-quarter circle in 3-D and a noisy sine in 2-D (noise 0.05 per
+        axis), n = 1,000 .. 100,000: the median distance from the fitted curve (over the
+        latent range the rows use) to the true curve; PrincipalCurve(20, reg=1e-3,
+        max_iter=30). In memory.
+scale   a noisy 2-D spiral arc (radius 1 + t, angle 1.5 pi t) embedded in 10-D by a random
+        orthonormal map, noise 0.05 in every coordinate, float32 zarr stores of 1M and 10M
+        rows: a plain read pass, and PrincipalCurve(20) with 5 iterations (tol 0): seconds
+        per iteration, peak RSS, distance to the true curve. Fresh process each.
+
+Usage: python benchmarks/bench_curves.py [growth|scale|all]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import DATA, PeakRSS, run_child, run_sections, timed  # noqa: E402
+
+SCRIPT = Path(__file__).resolve()
+ITERATIONS = 5
+
+
+def circle(t):
+    a = 1.5 * np.pi * t
+    return np.column_stack([np.cos(a), np.sin(a), 0.3 * a])
+
+
+def sine(t):
+    return np.column_stack([4 * t, np.sin(2 * np.pi * t)])
+
+
+def spiral_map() -> np.ndarray:
+    return np.linalg.qr(np.random.default_rng(4).standard_normal((10, 2)))[0].T  # (2, 10), orthonormal rows
+
+
+def spiral(t):
+    a = 1.5 * np.pi * t
+    return np.column_stack([(1 + t) * np.cos(a), (1 + t) * np.sin(a)]) @ spiral_map()
+
+
+def distance_to(model, X, truth) -> float:
+    """Median distance from the fitted curve, over the latent range the rows use, to the true curve."""
+    Z = model.transform(X)
+    z = np.linspace(float(np.min(Z)), float(np.max(Z)), 500)
+    curve = model.inverse_transform(z)
+    true = truth(np.linspace(0, 1, 5000))
+    return float(np.median(np.sqrt(((curve[:, None, :] - true[None]) ** 2).sum(axis=2)).min(axis=1)))
+
+
+def store(n: int) -> Path:
+    path = DATA / f"spiral-{n // 1_000_000}M-10d.zarr"
+    if not path.exists():
+        import dask
+        import dask.array as da
+
+        import bigdr
+
+        def block(i, m):
+            rng = np.random.default_rng([9, i])
+            return (spiral(rng.uniform(0, 1, m)) + 0.05 * rng.standard_normal((m, 10))).astype(np.float32)
+
+        rows = 500_000
+        X = da.concatenate([da.from_delayed(dask.delayed(block)(i, rows), (rows, 10), np.float32)
+                            for i in range(n // rows)])  # fmt: skip
+        bigdr.write_zarr(X, path)
+    return path
+
+
+def child(args):
+    import bigdr
+    from bigdr.principal_curve import PrincipalCurve
+
+    case, n = args[0], int(args[1])
+    path = store(n)
+    if case == "read":
+
+        def read():
+            X = bigdr.as_array(str(path), check_finite=False)
+            return X.map_blocks(lambda b: np.zeros((1, 1)), chunks=(1, 1), dtype=float).sum().compute()
+
+        with PeakRSS() as rss:
+            times, _ = timed(read)
+        return {"case": case, "rows": n, "seconds": times[0], "peak_rss_mib": rss.peak / 2**20}
+    model = PrincipalCurve(20, max_iter=ITERATIONS, tol=0.0)
+    with PeakRSS() as rss:
+        times, model = timed(lambda: model.fit(str(path)))
+    sample = bigdr.as_array(str(path))[:200_000].compute().astype(np.float64)
+    return {
+        "case": case,
+        "rows": n,
+        "seconds": times[0],
+        "passes": model.n_passes_,
+        "peak_rss_mib": rss.peak / 2**20,
+        "distance": distance_to(model, sample, spiral),
+        "objective": model.objective_,
+    }
+
+
+def run_growth():
+    from bigdr.principal_curve import PrincipalCurve
+
+    rows = []
+    for name, truth in (("three-quarter circle in 3-D", circle), ("sine in 2-D", sine)):
+        for n in (1_000, 10_000, 100_000):
+            rng = np.random.default_rng(n)
+            X = truth(rng.uniform(0, 1, n))
+            X = X + 0.05 * rng.standard_normal(X.shape)
+            t0 = time.perf_counter()
+            model = PrincipalCurve(20, reg=1e-3, max_iter=30).fit(X)
+            rows.append({"curve": name, "rows": n, "seconds": time.perf_counter() - t0,
+                         "iterations": model.n_iter_, "distance": distance_to(model, X, truth)})  # fmt: skip
+            print(rows[-1], flush=True)
+    lines = [
+        "## Distance to the true curve against n (noise 0.05 per axis; PrincipalCurve(20, reg=1e-3, max_iter=30))\n",
+        "| curve | rows | median distance of the fitted curve to the true one | iterations | seconds |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(f"| {r['curve']} | {r['rows']:,} | {r['distance']:.4f} | {r['iterations']} | {r['seconds']:.1f} |")
+    return rows, "\n".join(lines) + "\n"
+
+
+def run_scale():
+    rows = []
+    for n in (1_000_000, 10_000_000):
+        for case in ("read", "fit"):
+            rows.append(run_child(SCRIPT, case, str(n), timeout=4 * 3600))
+            print(rows[-1], flush=True)
+    lines = [
+        f"## Noisy spiral arc in 10-D, float32 zarr store: {ITERATIONS} iterations of PrincipalCurve(20)\n",
+        "Passes: covariance, range of the first component, the initial coefficients, then one per iteration. "
+        "Seconds per pass: the fit's wall time over its passes.\n",
+        "| rows | read pass (s) | fit (s) | passes | seconds per pass | per pass / read | peak RSS fit (MiB) | "
+        "median distance to the true curve |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for read, fit in zip(rows[0::2], rows[1::2], strict=True):
+        per = fit["seconds"] / fit["passes"]
+        lines.append(
+            f"| {fit['rows']:,} | {read['seconds']:.1f} | {fit['seconds']:.1f} | {fit['passes']} | {per:.1f} | "
+            f"{per / read['seconds']:.1f} | {fit['peak_rss_mib']:.0f} | {fit['distance']:.4f} |"
+        )
+    return rows, "\n".join(lines) + "\n"
+
+
+def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "child":
+        print(json.dumps(child(sys.argv[2:])))
+        return
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=["growth", "scale", "all"], nargs="*", default=["all"])
+    args = ap.parse_args()
+    run_sections("curves", {"growth": run_growth, "scale": run_scale}, args.case)
+
+
+if __name__ == "__main__":
+    main()
