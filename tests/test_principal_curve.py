@@ -117,3 +117,13 @@ def test_on_a_real_cluster(cluster_client, noisy_circle, tmp_path):
     threaded = PrincipalCurve(10, max_iter=3, tol=0.0).fit(noisy_circle)
     z = np.linspace(0, 1, 500)
     np.testing.assert_allclose(model.inverse_transform(z), threaded.inverse_transform(z), atol=1e-9)
+
+
+def test_projecting_in_pieces_changes_nothing(noisy_circle, monkeypatch):
+    import bigdr.core.curves as curves
+
+    whole = PrincipalCurve(10, max_iter=2, tol=0.0).fit(noisy_circle)
+    monkeypatch.setattr(curves, "PIECE_ROWS", 97)
+    pieces = PrincipalCurve(10, max_iter=2, tol=0.0).fit(noisy_circle)
+    np.testing.assert_array_equal(pieces.alpha_, whole.alpha_)
+    np.testing.assert_array_equal(pieces.transform(noisy_circle), whole.transform(noisy_circle))

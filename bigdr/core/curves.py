@@ -32,6 +32,8 @@ import scipy.linalg
 
 #: Gauss-Newton steps that refine each projection from its nearest grid point.
 REFINE_STEPS = 3
+#: Rows projected at once: the row-by-grid distance matrix stays a few tens of MiB whatever the block.
+PIECE_ROWS = 16_384
 
 
 class CurveSums(NamedTuple):
@@ -70,8 +72,11 @@ def project(
     The nearest of the curve's points at ``grid`` (a fine, even latent grid
     over [0, 1]), then :data:`REFINE_STEPS` Gauss-Newton steps on
     ``|x - f(z)|^2``, each kept within one grid cell of the start and
-    within [0, 1].
+    within [0, 1]. Rows are taken :data:`PIECE_ROWS` at a time.
     """
+    if len(X) > PIECE_ROWS:
+        parts = [project(X[s : s + PIECE_ROWS], alpha, c, width, grid) for s in range(0, len(X), PIECE_ROWS)]
+        return np.concatenate([z for z, _ in parts]), np.concatenate([d for _, d in parts])
     F = kernel(grid, c, width) @ alpha  # (G, p): the curve at the grid
     sq = np.einsum("ij,ij->i", X, X)[:, None] - 2.0 * X @ F.T + np.einsum("ij,ij->i", F, F)[None, :]
     z0 = grid[np.argmin(sq, axis=1)]
