@@ -18,7 +18,7 @@ import numpy as np
 from ._compute import compute
 from ._validation import check_int, check_n_features, check_real
 from .base import BigdrEstimator, chunk_bytes_of, wants_numpy
-from .core.curves import centres, curve_sums, kernel, merge_curve_sums, penalty, project, solve_alpha
+from .core.curves import CurveSums, centres, curve_sums, kernel, merge_curve_sums, penalty, project, solve_alpha
 from .core.eigen import scatter_eigh
 from .core.stats import merge_moments, scatter_moments
 from .io import as_array
@@ -26,21 +26,35 @@ from .memory import Part, streaming
 from .reduce import tree_reduce
 
 
+def _centred_pieces(block: np.ndarray, mean: np.ndarray):
+    """The block's rows, centred in float64, ``PIECE_ROWS`` at a time (memory independent of the block)."""
+    from .core import curves
+
+    for s in range(0, len(block), curves.PIECE_ROWS):
+        yield np.asarray(block[s : s + curves.PIECE_ROWS], dtype=np.float64) - mean
+
+
 def _initial_sums(block: np.ndarray, mean: np.ndarray, direction: np.ndarray, span: np.ndarray, c, width) -> Any:
-    X = np.asarray(block, dtype=np.float64) - mean
-    xi = np.clip((X @ direction - span[0]) / (span[1] - span[0]), 0.0, 1.0)
-    return curve_sums(X, xi, c, width, 0.0)
+    total = CurveSums(0, np.zeros((len(c), len(c))), np.zeros((len(c), len(mean))), 0.0)
+    for X in _centred_pieces(block, mean):
+        xi = np.clip((X @ direction - span[0]) / (span[1] - span[0]), 0.0, 1.0)
+        total = merge_curve_sums(total, curve_sums(X, xi, c, width, 0.0))
+    return total
 
 
 def _iteration_sums(block: np.ndarray, mean: np.ndarray, alpha: np.ndarray, c, width, grid) -> Any:
-    X = np.asarray(block, dtype=np.float64) - mean
-    xi, sq = project(X, alpha, c, width, grid)
-    return curve_sums(X, xi, c, width, float(sq.sum()))
+    total = CurveSums(0, np.zeros((len(c), len(c))), np.zeros((len(c), len(mean))), 0.0)
+    for X in _centred_pieces(block, mean):
+        xi, sq = project(X, alpha, c, width, grid)
+        total = merge_curve_sums(total, curve_sums(X, xi, c, width, float(sq.sum())))
+    return total
 
 
 def _project_block(block: np.ndarray, mean: np.ndarray, alpha: np.ndarray, c, width, grid) -> np.ndarray:
-    xi, sq = project(np.asarray(block, dtype=np.float64) - mean, alpha, c, width, grid)
-    return np.column_stack([xi, np.sqrt(sq)])
+    out = [project(X, alpha, c, width, grid) for X in _centred_pieces(block, mean)]
+    if not out:
+        return np.zeros((0, 2))
+    return np.column_stack([np.concatenate([z for z, _ in out]), np.sqrt(np.concatenate([d for _, d in out]))])
 
 
 class PrincipalCurve(BigdrEstimator):

@@ -125,5 +125,7 @@ def test_projecting_in_pieces_changes_nothing(noisy_circle, monkeypatch):
     whole = PrincipalCurve(10, max_iter=2, tol=0.0).fit(noisy_circle)
     monkeypatch.setattr(curves, "PIECE_ROWS", 97)
     pieces = PrincipalCurve(10, max_iter=2, tol=0.0).fit(noisy_circle)
-    np.testing.assert_array_equal(pieces.alpha_, whole.alpha_)
-    np.testing.assert_array_equal(pieces.transform(noisy_circle), whole.transform(noisy_circle))
+    # the sums are added in another order, so equal to rounding; the curves, as alpha is ill-conditioned
+    z = np.linspace(0, 1, 500)
+    np.testing.assert_allclose(pieces.inverse_transform(z), whole.inverse_transform(z), atol=1e-9)
+    np.testing.assert_allclose(pieces.transform(noisy_circle), whole.transform(noisy_circle), atol=1e-8)
