@@ -158,6 +158,16 @@ def run_child(script: Path, *args: str, env: dict | None = None, timeout: float 
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def read_pass(path) -> float:
+    """A plain dask read of every block of the store at ``path`` (decompressed, then dropped): the baseline pass."""
+    import numpy as np
+
+    import bigdr
+
+    X = bigdr.as_array(str(path), check_finite=False)
+    return X.map_blocks(lambda b: np.zeros((1, 1)), chunks=(1, 1), dtype=float).sum().compute()
+
+
 def drop_page_cache() -> bool:
     """Drop the OS page cache (root only) so the next read comes from disk."""
     try:

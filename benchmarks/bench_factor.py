@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import DATA, PeakRSS, drop_page_cache, run_child, run_sections, timed  # noqa: E402
+from _harness import DATA, PeakRSS, drop_page_cache, read_pass, run_child, run_sections, timed  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 SPIKES = (20.0, 10.0, 5.0, 3.0, 2.0)
@@ -52,12 +52,11 @@ def child(args: list[str]) -> dict:
     import bigdr
 
     if case in ("disk-read", "disk-fit"):
-
-        def read():
-            X = bigdr.as_array(str(DISK_STORE), check_finite=False)
-            return X.map_blocks(lambda b: np.zeros((1, 1)), chunks=(1, 1), dtype=float).sum().compute()
-
-        work = read if case == "disk-read" else lambda: bigdr.FactorAnalysis(len(SPIKES)).fit(str(DISK_STORE))
+        work = (
+            (lambda: read_pass(DISK_STORE))
+            if case == "disk-read"
+            else lambda: bigdr.FactorAnalysis(len(SPIKES)).fit(str(DISK_STORE))
+        )
         with PeakRSS() as rss:
             times, model = timed(work)
         out = {"seconds": times[0], "peak_rss_mib": rss.peak / 2**20}

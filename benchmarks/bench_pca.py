@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import DATA, PeakRSS, drop_page_cache, machine, ru_maxrss_mib, run_child, timed, write_results  # noqa: E402
+from _harness import DATA, PeakRSS, drop_page_cache, machine, read_pass, ru_maxrss_mib, run_child, timed, write_results  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 MEMORY_METHODS = [
@@ -149,12 +149,12 @@ def child(args: list[str]) -> dict:
     if case in ("disk-read", "disk-fit", "disk-fit-tsqr"):
         import bigdr
 
-        def read():
-            X = bigdr.as_array(str(DISK_STORE), check_finite=False)
-            return X.map_blocks(lambda b: np.zeros((1, 1)), chunks=(1, 1), dtype=float).sum().compute()
-
         solver = "tsqr" if case.endswith("tsqr") else "covariance"
-        work = read if case == "disk-read" else lambda: bigdr.PCA(10, svd_solver=solver).fit(str(DISK_STORE))
+        work = (
+            (lambda: read_pass(DISK_STORE))
+            if case == "disk-read"
+            else lambda: bigdr.PCA(10, svd_solver=solver).fit(str(DISK_STORE))
+        )
         with PeakRSS() as rss:
             times, model = timed(work)
         out = {"seconds": times[0], "peak_rss_mib": rss.peak / 2**20, "ru_maxrss_mib": ru_maxrss_mib()}

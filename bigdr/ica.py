@@ -47,10 +47,6 @@ WHITEN = ("unit-variance", "arbitrary-variance")
 MERGE_STATES = 10
 
 
-def _sums_of(block: np.ndarray, mean: np.ndarray, white: np.ndarray, W: np.ndarray, fun: str, alpha: float) -> ICASums:
-    return ica_sums(block, mean, white, W, fun, alpha)
-
-
 class FastICA(BigdrEstimator):
     r"""FastICA (Hyvarinen 1999), out of core: one pass to whiten, then one pass per iteration.
 
@@ -187,7 +183,7 @@ class FastICA(BigdrEstimator):
         mean = state.mean
         passes = 1
         sample = None
-        kernel = functools.partial(_sums_of, fun=self.fun, alpha=alpha)
+        kernel = functools.partial(ica_sums, fun=self.fun, alpha=alpha)
 
         def full(Wm: np.ndarray) -> ICASums:
             shared = (dask.delayed(mean), dask.delayed(white), dask.delayed(Wm))
