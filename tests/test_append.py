@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -159,3 +160,43 @@ def test_sigkill_mid_append_then_resume_gives_the_uninterrupted_store(tmp_path):
     assert not staging_path(killed).exists()
     chunks = lambda p: {f.relative_to(p): f.read_bytes() for f in p.rglob("*") if f.is_file() and f.name != "zarr.json"}  # noqa: E731
     assert chunks(killed) == chunks(whole)
+
+
+def _interrupt_at(X: np.ndarray, block: int) -> da.Array:
+    """Rows in blocks of 50 whose block number ``block`` raises KeyboardInterrupt when computed."""
+
+    def rows_of(b: np.ndarray, block_info=None) -> np.ndarray:
+        if block_info is not None and block_info[0]["chunk-location"][0] == block:
+            raise KeyboardInterrupt
+        return b
+
+    return da.from_array(X, chunks=50).map_blocks(rows_of, dtype=X.dtype)
+
+
+@pytest.mark.parametrize("writer", ["append", "write"])
+def test_a_chunk_file_left_half_written_by_a_killed_run_does_not_reach_the_store(tmp_path, writer):
+    # zarr writes each chunk to "<key>.<random>.partial" and renames it: a kill mid-write leaves that file.
+    X = rows(1000 + 20 * 50)
+    out, clean = tmp_path / "out.zarr", tmp_path / "clean.zarr"
+    if writer == "append":
+        make_store(out, X[:1000], 3, chunk=50)
+        make_store(clean, X[:1000], 3, chunk=50)
+        with dask.config.set(scheduler="sync"), pytest.raises(KeyboardInterrupt):
+            bigdr.append_zarr(_interrupt_at(X[1000:], 8), out, source="batch 2")  # named: no rows read to identify it
+        staged = staging_path(out) / "array"
+        bigdr.append_zarr(X[1000:], clean)
+    else:
+        with dask.config.set(scheduler="sync"), pytest.raises(KeyboardInterrupt):
+            bigdr.write_zarr(_interrupt_at(X, 8), out)
+        staged = bigdr.io.partial_path(out)
+        bigdr.write_zarr(da.from_array(X, chunks=50), clean)
+    leftover = staged / "c" / "19" / "0.0123456789abcdef.partial"
+    leftover.parent.mkdir(parents=True, exist_ok=True)
+    leftover.write_bytes(b"half a chunk")
+    if writer == "append":
+        bigdr.append_zarr(da.from_array(X[1000:], chunks=50), out, resume=True, source="batch 2")
+    else:
+        bigdr.write_zarr(da.from_array(X, chunks=50), out, resume=True)
+    np.testing.assert_array_equal(zarr.open_array(str(out))[:], X)
+    files = lambda p: {f.relative_to(p) for f in p.rglob("*") if f.is_file() and f.name != "zarr.json"}  # noqa: E731
+    assert files(out) == files(clean) and not list(out.rglob("*.partial"))

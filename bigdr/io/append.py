@@ -30,7 +30,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from .blocks import DONE_DIR, compute_also, json_safe, store_together
+from .blocks import DONE_DIR, compute_also, drop_unfinished, json_safe, store_together
 from .outputs import remove
 from .read import as_array, source_paths
 
@@ -285,6 +285,7 @@ def append_zarr(
         for name in nodes:
             staged = stage / (name or "array")
             if staged.exists():
+                drop_unfinished(staged)  # an interrupted run's half-written chunk files
                 _move_chunks(staged, _array_dir(final, name))
         for name in nodes:
             _commit_shape(_array_dir(final, name), n_new)

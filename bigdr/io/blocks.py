@@ -23,6 +23,18 @@ def json_safe(obj: Any) -> Any:
 DONE_DIR = ".bigdr-done"
 
 
+#: zarr's local store writes each chunk to ``<key>.<random>.partial`` and renames it;
+#: a process killed mid-write leaves that file behind.
+UNFINISHED_SUFFIX = ".partial"
+
+
+def drop_unfinished(directory: Path) -> None:
+    """Remove the temporary files of chunk writes a killed process left in ``directory`` (bigdr's own staging)."""
+    for f in Path(directory).rglob("*" + UNFINISHED_SUFFIX):
+        if f.is_file():
+            f.unlink()
+
+
 def _write_row_block(
     start: np.ndarray, *blocks: np.ndarray, targets: list, done_dir: Path | None, offset: int = 0
 ) -> np.ndarray:

@@ -16,7 +16,7 @@ import dask.array as da
 import numpy as np
 
 from .._version import __version__
-from .blocks import DONE_DIR, compute_also, json_safe, store_together
+from .blocks import DONE_DIR, compute_also, drop_unfinished, json_safe, store_together
 from .outputs import check_output, publish
 from .read import source_paths
 
@@ -159,6 +159,7 @@ def write_zarr(
             targets = [node] if single else [node[key] for key in prepared]
         compute_also(store_together(list(prepared.values()), targets, tmp / DONE_DIR, done), also)
         shutil.rmtree(tmp / DONE_DIR)
+        drop_unfinished(tmp)  # an interrupted run's half-written chunk files
         publish(tmp, final, overwrite)
     except BaseException as exc:
         if not _interrupted(exc):
