@@ -16,11 +16,13 @@ import dask.array as da
 import numpy as np
 
 from ._compute import compute
+from ._random import resolve_seed
 from ._validation import check_int, check_n_features, check_real
 from .base import BigdrEstimator, chunk_bytes_of, wants_numpy
 from .core.curves import CurveSums, centres, curve_sums, kernel, merge_curve_sums, penalty, project, solve_alpha
 from .core.eigen import scatter_eigh
 from .core.stats import merge_moments, scatter_moments
+from .graph.landmarks import uniform_sample
 from .io import as_array
 from .memory import Part, streaming
 from .reduce import tree_reduce
@@ -45,8 +47,8 @@ def _initial_sums(block: np.ndarray, mean: np.ndarray, direction: np.ndarray, sp
 def _iteration_sums(block: np.ndarray, mean: np.ndarray, alpha: np.ndarray, c, width, grid) -> Any:
     total = CurveSums(0, np.zeros((len(c), len(c))), np.zeros((len(c), len(mean))), 0.0)
     for X in _centred_pieces(block, mean):
-        xi, sq = project(X, alpha, c, width, grid)
-        total = merge_curve_sums(total, curve_sums(X, xi, c, width, float(sq.sum())))
+        xi, sq, K = project(X, alpha, c, width, grid)
+        total = merge_curve_sums(total, curve_sums(X, xi, c, width, float(sq.sum()), K))
     return total
 
 
@@ -54,7 +56,12 @@ def _project_block(block: np.ndarray, mean: np.ndarray, alpha: np.ndarray, c, wi
     out = [project(X, alpha, c, width, grid) for X in _centred_pieces(block, mean)]
     if not out:
         return np.zeros((0, 2))
-    return np.column_stack([np.concatenate([z for z, _ in out]), np.sqrt(np.concatenate([d for _, d in out]))])
+    return np.column_stack([np.concatenate([p.xi for p in out]), np.sqrt(np.concatenate([p.sq for p in out]))])
+
+
+def _settled(objective: list[float], tol: float) -> bool:
+    """``R`` changed by at most ``tol`` (relative) at the last iteration."""
+    return len(objective) > 1 and abs(objective[-2] - objective[-1]) <= tol * abs(objective[-1])
 
 
 class PrincipalCurve(BigdrEstimator):
@@ -90,7 +97,15 @@ class PrincipalCurve(BigdrEstimator):
     grid_size : int or None
         Latent grid of the projection step (default ``10 M``).
     max_iter : int
+        Coefficient steps at most, over all rows (the sample's are counted apart).
     tol : float
+    sample_size : int or None
+        Iterate first on a uniform sample of this many rows held in memory
+        (one pass draws it) until ``R`` settles, then finish with passes over
+        all rows. The passes over all rows then only polish a curve that is
+        already close: with ``None`` every iteration reads all rows.
+    random_state : int, Generator or None
+        Seed of the sample.
 
     Attributes
     ----------
@@ -99,7 +114,12 @@ class PrincipalCurve(BigdrEstimator):
     objective_ : list of float
         ``R[f]`` of the curve at each pass, as measured by the projections of that pass.
     n_iter_, n_passes_ : int
-        Coefficient steps, and passes over the data (the covariance and range passes included).
+        Coefficient steps on all rows, and passes over all rows (the covariance, range and
+        sample passes included).
+    n_sample_iter_ : int
+        Coefficient steps on the sample (0 without ``sample_size``).
+    sample_objective_ : list of float
+        ``R[f]`` on the sample at each of its iterations.
     converged_ : bool
 
     References
@@ -118,6 +138,8 @@ class PrincipalCurve(BigdrEstimator):
         grid_size: int | None = None,
         max_iter: int = 50,
         tol: float = 1e-6,
+        sample_size: int | None = None,
+        random_state: Any = None,
     ) -> None:
         self.n_centres = n_centres
         self.width = width
@@ -125,6 +147,8 @@ class PrincipalCurve(BigdrEstimator):
         self.grid_size = grid_size
         self.max_iter = max_iter
         self.tol = tol
+        self.sample_size = sample_size
+        self.random_state = random_state
 
     def _settings(self) -> tuple[np.ndarray, float, np.ndarray]:
         M = check_int(self.n_centres, "n_centres", low=3)
@@ -133,6 +157,8 @@ class PrincipalCurve(BigdrEstimator):
         check_real(self.reg, "reg", low=0.0, low_open=True)
         check_int(self.max_iter, "max_iter")
         check_real(self.tol, "tol", low=0.0)
+        if self.sample_size is not None:
+            check_int(self.sample_size, "sample_size", low=2)
         return centres(M), width, np.linspace(0.0, 1.0, G)
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
@@ -163,20 +189,33 @@ class PrincipalCurve(BigdrEstimator):
         (sums,) = compute(tree_reduce(Xd, first, merge_curve_sums, shared=shared))
         alpha = solve_alpha(sums, c, width, float(self.reg))
         step = functools.partial(_iteration_sums, c=c, width=width, grid=grid)
+        lam = float(self.reg)
+        passes = 3
+        sample_objective: list[float] = []
+        if self.sample_size is not None and int(self.sample_size) < n:
+            sample = uniform_sample(Xd, int(self.sample_size), resolve_seed(self.random_state))[0]
+            passes += 1
+            for _ in range(int(self.max_iter)):
+                sums = step(sample, mean, alpha)
+                sample_objective.append(sums.residual / sums.n + 0.5 * lam * penalty(alpha, c, width))
+                alpha = solve_alpha(sums, c, width, lam)
+                if _settled(sample_objective, self.tol):
+                    break
         objective: list[float] = []
-        converged = False
         for _ in range(int(self.max_iter)):
             (sums,) = compute(tree_reduce(Xd, step, merge_curve_sums, shared=(dask.delayed(mean), dask.delayed(alpha))))
-            objective.append(sums.residual / n + 0.5 * float(self.reg) * penalty(alpha, c, width))
-            alpha = solve_alpha(sums, c, width, float(self.reg))
-            if len(objective) > 1 and abs(objective[-2] - objective[-1]) <= self.tol * abs(objective[-1]):
-                converged = True
+            objective.append(sums.residual / n + 0.5 * lam * penalty(alpha, c, width))
+            alpha = solve_alpha(sums, c, width, lam)
+            if _settled(objective, self.tol):
                 break
+        converged = _settled(objective, self.tol)
         self.alpha_ = alpha
         self.mean_ = mean
         self.objective_ = objective
         self.n_iter_ = len(objective) + 1
-        self.n_passes_ = len(objective) + 3
+        self.n_passes_ = len(objective) + passes
+        self.n_sample_iter_ = len(sample_objective)
+        self.sample_objective_ = sample_objective
         self.converged_ = converged
         self.n_features_in_ = int(p)
         self.n_components_ = 1

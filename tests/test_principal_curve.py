@@ -129,3 +129,19 @@ def test_projecting_in_pieces_changes_nothing(noisy_circle, monkeypatch):
     z = np.linspace(0, 1, 500)
     np.testing.assert_allclose(pieces.inverse_transform(z), whole.inverse_transform(z), atol=1e-9)
     np.testing.assert_allclose(pieces.transform(noisy_circle), whole.transform(noisy_circle), atol=1e-8)
+
+
+def test_a_sample_phase_reaches_the_curve_of_full_passes_in_fewer_of_them(noisy_circle):
+    X = da.from_array(noisy_circle, chunks=300)
+    full = PrincipalCurve(15, reg=1e-3, max_iter=300, tol=1e-4).fit(X)
+    sampled = PrincipalCurve(15, reg=1e-3, max_iter=300, tol=1e-4, sample_size=400, random_state=0).fit(X)
+    assert sampled.n_sample_iter_ > 0 and len(sampled.sample_objective_) == sampled.n_sample_iter_
+    assert sampled.n_passes_ == len(sampled.objective_) + 4  # covariance, range, sample, then one per iteration
+    assert full.converged_ and sampled.converged_ and sampled.n_passes_ < full.n_passes_ / 5
+    assert sampled.objective_[-1] <= full.objective_[-1] * (1 + 1e-3)
+    z = np.linspace(0, 1, 2000)
+    a, b = sampled.inverse_transform(z), full.inverse_transform(z)
+    gap = np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2))
+    assert max(gap.min(axis=0).max(), gap.min(axis=1).max()) < 0.02  # the same curve, up to its parametrisation
+    with pytest.raises(ValueError, match="sample_size"):
+        PrincipalCurve(sample_size=1).fit(X)
