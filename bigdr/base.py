@@ -275,6 +275,11 @@ def chunk_bytes_of(Xd: da.Array) -> int:
     return int(rows * cols * Xd.dtype.itemsize)
 
 
+def like_input(X: Any, lazy: da.Array) -> np.ndarray | da.Array:
+    """``lazy`` computed when the caller gave in-memory data (:func:`wants_numpy`), else left lazy."""
+    return compute(lazy)[0] if wants_numpy(X) else lazy
+
+
 def wants_numpy(X: Any) -> bool:
     """Whether the caller gave in-memory data (so gets numpy back)."""
     # A path, zarr array or h5py dataset may be larger than memory: stay lazy.

@@ -18,7 +18,7 @@ import numpy as np
 from ._compute import compute
 from ._random import resolve_seed
 from ._validation import check_int, check_n_features, check_real
-from .base import BigdrEstimator, chunk_bytes_of, wants_numpy
+from .base import BigdrEstimator, chunk_bytes_of, like_input
 from .core.curves import CurveSums, centres, curve_sums, kernel, merge_curve_sums, penalty, project, solve_alpha
 from .core.eigen import scatter_eigh
 from .core.stats import merge_moments, scatter_moments
@@ -246,14 +246,12 @@ class PrincipalCurve(BigdrEstimator):
     def transform(self, X: Any) -> np.ndarray | da.Array:
         """Each row's latent coordinate on the curve (n x 1), blockwise."""
         self._check_fitted()
-        Y = self._lazy_embedding(X)
-        return compute(Y)[0] if wants_numpy(X) else Y
+        return like_input(X, self._lazy_embedding(X))
 
     def distances(self, X: Any) -> np.ndarray | da.Array:
         """Each row's distance to the curve (at its projection), blockwise."""
         self._check_fitted()
-        D = self._projected(X)[:, 1]
-        return compute(D)[0] if wants_numpy(X) else D
+        return like_input(X, self._projected(X)[:, 1])
 
     def inverse_transform(self, Z: Any) -> np.ndarray:
         """The curve's points ``f(z)`` at latent coordinates ``Z`` (n x 1) in [0, 1]."""

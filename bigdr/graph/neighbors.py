@@ -151,6 +151,15 @@ class KDTreeBackend(Backend):
             dist = dist**2 / 2
         return ind, dist
 
+    def radius_pairs(self, block: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
+        """Every (row of ``block``, reference row) pair closer than ``radius``, as two index arrays."""
+        from scipy.spatial import cKDTree
+
+        if self.metric != "euclidean":
+            raise ValueError(f"Radius queries are euclidean; this index uses {self.metric!r}.")
+        pairs = cKDTree(block).sparse_distance_matrix(self._tree, radius, output_type="ndarray")
+        return pairs["i"].astype(np.int64, copy=False), pairs["j"].astype(np.int64, copy=False)
+
 
 class BruteBackend(Backend):
     def build(self, reference: np.ndarray) -> None:
@@ -362,6 +371,13 @@ class NeighborIndex:
         """Exact/approximate k nearest reference rows of each row of ``block`` (numpy; runs on workers)."""
         ind, dist = self._backend.query(np.asarray(block), k)
         return ind.astype(np.int64, copy=False), dist.astype(np.float32, copy=False)
+
+    def radius_pairs(self, block: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
+        """(row of ``block``, reference row) pairs within euclidean ``radius`` (numpy; k-d tree indexes only)."""
+        radius_pairs = getattr(self._backend, "radius_pairs", None)
+        if radius_pairs is None:
+            raise ValueError(f"Radius queries need method='kdtree'; this index uses {self.method_!r}.")
+        return radius_pairs(np.asarray(block), float(radius))
 
     def query(self, X: Any, n_neighbors: int) -> tuple[da.Array, da.Array]:
         """k nearest reference rows of every row of ``X``, as lazy (indices, distances)."""
