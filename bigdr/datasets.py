@@ -175,7 +175,74 @@ def make_blobs(
     return both[:, :n_features].astype(dtype), both[:, n_features:]
 
 
+def filament_segments(n_nodes: int, links: int, box: float, seed: int) -> np.ndarray:
+    """The filaments of :func:`make_filaments`: (n_segments, 2, 3) end points.
+
+    ``n_nodes`` nodes uniform in ``[0, box]^3``, each joined to its ``links``
+    nearest other nodes (each pair once).
+    """
+    nodes = np.random.default_rng([seed, 2**32 - 3]).uniform(0, box, size=(int(n_nodes), 3))
+    d = np.linalg.norm(nodes[:, None] - nodes[None], axis=2)
+    np.fill_diagonal(d, np.inf)
+    pairs = {tuple(sorted((i, int(j)))) for i in range(len(nodes)) for j in np.argsort(d[i])[: int(links)]}
+    return np.array([[nodes[i], nodes[j]] for i, j in sorted(pairs)])
+
+
+def _filaments_block(rng, m, segments, noise, node_fraction, background, box):
+    kind = rng.random(m)
+    on_node, in_background = kind < node_fraction, kind >= 1 - background
+    seg = rng.integers(0, len(segments), size=m)
+    t = rng.random(m)
+    X = segments[seg, 0] + t[:, None] * (segments[seg, 1] - segments[seg, 0])
+    ends = segments[seg, rng.integers(0, 2, size=m)]  # a node: an end of a random filament
+    X = np.where(
+        on_node[:, None], ends + 2 * noise * rng.standard_normal((m, 3)), X + noise * rng.standard_normal((m, 3))
+    )
+    X = np.where(in_background[:, None], rng.uniform(0, box, size=(m, 3)), X)
+    label = np.where(in_background, -2, np.where(on_node, -1, seg))
+    return np.column_stack([X, label, np.where(label >= 0, t, np.nan)])
+
+
+def make_filaments(
+    n_samples: int,
+    *,
+    n_nodes: int = 16,
+    links: int = 3,
+    noise: float = 0.01,
+    node_fraction: float = 0.15,
+    background: float = 0.15,
+    box: float = 1.0,
+    seed: int = 0,
+    dtype=np.float64,
+) -> tuple[da.Array, da.Array]:
+    """A cosmic-web-like set in 3-D: filaments between nodes, clumps at the nodes, a uniform background.
+
+    The filaments are :func:`filament_segments`; a row lies on a random
+    filament (Gaussian noise ``noise`` per axis), in a clump at a node
+    (``node_fraction``; noise ``2 noise``) or anywhere in the box
+    (``background``). ``coords`` = (filament index, position along it in
+    [0, 1]); the index is -1 for a clump and -2 for the background (position NaN).
+    """
+    _check(n_samples, seed)
+    segments = filament_segments(n_nodes, links, box, seed)
+    both = _lazy(
+        _filaments_block,
+        n_samples,
+        5,
+        seed,
+        np.float64,
+        "filaments",
+        segments=segments,
+        noise=float(noise),
+        node_fraction=float(node_fraction),
+        background=float(background),
+        box=float(box),
+    )
+    return both[:, :3].astype(dtype), both[:, 3:]
+
+
 GENERATORS: dict[str, Callable[..., tuple[da.Array, da.Array]]] = {
+    "filaments": make_filaments,
     "swiss-roll": make_swiss_roll,
     "s-curve": make_s_curve,
     "spiked": make_spiked_covariance,

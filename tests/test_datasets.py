@@ -67,3 +67,21 @@ def test_bad_arguments(kw, match):
 def test_unknown_kind(tmp_path):
     with pytest.raises(ValueError, match="Unknown data set"):
         generate("moons", tmp_path / "x.zarr", 10)
+
+
+def test_filaments_lie_on_their_segments_with_clumps_and_a_background():
+    from bigdr.datasets import filament_segments, make_filaments
+
+    X, coords = make_filaments(20_000, noise=0.01, seed=3)
+    X, coords = X.compute(), coords.compute()
+    segments = filament_segments(16, 3, 1.0, 3)
+    label, t = coords[:, 0].astype(int), coords[:, 1]
+    on = label >= 0
+    a, b = segments[label[on], 0], segments[label[on], 1]
+    expected = a + t[on, None] * (b - a)
+    assert (X[on] - expected).std() == pytest.approx(0.01, rel=0.05)  # the filament noise
+    assert np.mean(label == -1) == pytest.approx(0.15, abs=0.01) and np.mean(label == -2) == pytest.approx(
+        0.15, abs=0.01
+    )
+    assert np.isnan(t[~on]).all() and ((X[label == -2] >= 0) & (X[label == -2] <= 1)).all()
+    assert len(segments) >= 16 and (np.linalg.norm(segments[:, 1] - segments[:, 0], axis=1) > 0).all()

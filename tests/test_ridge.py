@@ -38,11 +38,14 @@ def noisy_circle(n, noise=0.1, seed=0):
 def test_equals_the_dense_textbook_algorithm():
     X = noisy_circle(2000)
     queries = X[::40]
-    model = RidgeEstimator(bandwidth=0.25, tol=1e-8, density_threshold=0.0, truncate=None).fit(X, queries=queries)
+    model = RidgeEstimator(bandwidth=0.25, tol=1e-8, density_threshold=0.0, truncate=None, projection="scms")
+    model.fit(X, queries=queries)
     expected = textbook_scms(X, queries, 0.25, 1)
     assert model.n_dropped_ == {"low density": 0, "not converged": 0, "not on a ridge": 0}
     np.testing.assert_allclose(model.ridge_points_, expected, atol=1e-8)
     np.testing.assert_allclose(model.transform(queries), expected, atol=1e-8)  # transform is the same SCMS
+    snapped = model.set_params(projection="nearest").transform(queries + 1e-3)
+    np.testing.assert_allclose(snapped, expected, atol=1e-12)  # each query's nearest ridge point is its own
 
 
 def hausdorff(a, b):
@@ -114,9 +117,10 @@ def test_the_approximations_stay_near_the_dense_ridge(which):
         assert np.median(across) < 0.01 and across.max() < 0.03
 
 
-def test_transform_is_blockwise_and_chunking_does_not_matter():
+@pytest.mark.parametrize("projection", ["nearest", "scms"])
+def test_transform_is_blockwise_and_chunking_does_not_matter(projection):
     X = noisy_circle(3000, seed=5)
-    model = RidgeEstimator(random_state=0).fit(X)
+    model = RidgeEstimator(random_state=0, projection=projection).fit(X)
     new = noisy_circle(500, seed=6)
     expected = model.transform(new)
     for chunks in (500, 97):
@@ -124,7 +128,12 @@ def test_transform_is_blockwise_and_chunking_does_not_matter():
         assert isinstance(lazy, da.Array)
         np.testing.assert_allclose(lazy.compute(), expected, atol=1e-12)
     np.testing.assert_allclose(model.distances(new), np.linalg.norm(expected - new, axis=1), atol=1e-12)
-    assert model.on_ridge(new).mean() > 0.95
+    if projection == "nearest":
+        gaps = np.sqrt(((new[:, None, :] - model.ridge_points_[None, :, :]) ** 2).sum(axis=2))
+        np.testing.assert_allclose(expected, model.ridge_points_[gaps.argmin(axis=1)])
+        assert model.on_ridge(new).all() and 0 < model.ridge_spacing_ < 0.01
+    else:
+        assert model.on_ridge(new).mean() > 0.95
     assert np.abs(np.linalg.norm(expected[model.on_ridge(new)], axis=1) - 1).max() < 0.05
 
 
