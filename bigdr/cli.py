@@ -74,11 +74,16 @@ def _read_key(path: str | None) -> bytes | None:
     return key
 
 
+#: ``-k`` when not given, for the methods that have ``n_components`` (the others are left without it).
+DEFAULT_COMPONENTS = 2
+_NOT_GIVEN = object()  # -k absent (None is "-k none": every component)
+
+
 def _fit_transform(
     input_path,
     output,
     *,
-    n_components,
+    n_components=_NOT_GIVEN,
     method="pca",
     dataset=None,
     save_model=None,
@@ -101,7 +106,11 @@ def _fit_transform(
     from .io import check_output, publish, write_zarr
     from .io.outputs import remove, temporary_sibling
 
-    model = make_estimator(method, {"n_components": n_components, **options})
+    if n_components is not _NOT_GIVEN:
+        options = {"n_components": n_components, **options}
+    elif method in METHODS and "n_components" in METHODS[method].cls().get_params():
+        options = {"n_components": DEFAULT_COMPONENTS, **options}
+    model = make_estimator(method, options)
     if scree and method.endswith("-rp"):
         raise ValueError("--scree draws a spectrum; random projections have none.")
     if biplot and method not in ("pca", "factor-analysis"):
@@ -193,7 +202,7 @@ def _cmd_fit_transform(args) -> int:
     model, shape, t_fit, t_write = _fit_transform(
         args.input,
         args.output,
-        n_components=args.n_components,
+        n_components=getattr(args, "n_components", _NOT_GIVEN),
         method=args.method,
         dataset=args.dataset,
         save_model=args.save_model,

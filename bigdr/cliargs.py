@@ -31,6 +31,13 @@ METHOD_OPTIONS = (
     "reference_size",
     "rotation",
     "sample_size",
+    "n_centres",
+    "dim",
+    "bandwidth",
+    "density_threshold",
+    "n_queries",
+    "support_size",
+    "projection",
 )
 #: Python parameters the command line spells otherwise (everything else: ``a_b`` -> ``--a-b``).
 FLAG_OF = {"n_landmarks": "--landmarks", "n_components": "-k/--n-components"}
@@ -52,6 +59,15 @@ def _n_components(text: str):
         raise argparse.ArgumentTypeError(
             f"expected an int, a fraction in (0, 1), 'mp', 'mp-whitened' or 'none'; got {text!r}"
         ) from None
+
+
+def _bandwidth(text: str):
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive number; got {text!r}") from None
 
 
 def _landmarks(text: str):
@@ -162,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write a synthetic data set to a zarr store",
         description="Write a synthetic data set (group with arrays X and coords) chunk by chunk.",
     )
-    g.add_argument("kind", choices=["swiss-roll", "s-curve", "spiked", "blobs"])
+    g.add_argument("kind", choices=["swiss-roll", "s-curve", "spiked", "blobs", "filaments"])
     g.add_argument("output", help="destination zarr store (a new directory)")
     g.add_argument("-n", "--n-samples", type=int, required=True)
     g.add_argument("-p", "--n-features", type=int, default=None, help="spiked and blobs only (default 100 and 10)")
@@ -201,8 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
         "-k",
         "--n-components",
         type=_n_components,
-        default=2,
-        help="int, fraction of variance in (0,1), 'mp', 'mp-whitened' (pca) or 'none' (default 2)",
+        default=argparse.SUPPRESS,
+        help="int, fraction of variance in (0,1), 'mp', 'mp-whitened' (pca) or 'none' (default 2; "
+        "principal-curve: its latent dimensions, 1; not for ridge)",
     )
     f.add_argument(
         "--svd-solver", default=argparse.SUPPRESS, choices=["auto", "covariance", "tsqr", "samples", "randomized"]
@@ -249,7 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--sample-size",
         type=int,
         default=argparse.SUPPRESS,
-        help="ica: iterate on a uniform sample of this many rows first, then finish with passes over all rows",
+        help="ica, principal-curve, principal-manifold: iterate on a uniform sample of this many rows first, "
+        "then finish with passes over all rows",
     )
     f.add_argument(
         "--rotation",
@@ -264,7 +282,43 @@ def build_parser() -> argparse.ArgumentParser:
         help="lle: the local model (default standard)",
     )
     f.add_argument(
-        "--reg", type=float, default=argparse.SUPPRESS, help="lle: regulariser relative to the local trace (1e-3)"
+        "--reg",
+        type=float,
+        default=argparse.SUPPRESS,
+        help="lle: regulariser relative to the local trace (1e-3); principal-curve, principal-manifold: the "
+        "smoothness penalty lambda (1e-3)",
+    )
+    f.add_argument(
+        "--n-centres",
+        type=int,
+        default=argparse.SUPPRESS,
+        help="principal-curve, principal-manifold: kernel centres per latent axis (20; 10 for a manifold)",
+    )
+    f.add_argument("--dim", type=int, default=argparse.SUPPRESS, help="ridge: dimension of the ridge (1: filaments)")
+    f.add_argument(
+        "--bandwidth",
+        type=_bandwidth,
+        default=argparse.SUPPRESS,
+        help="ridge: kernel bandwidth h, or 'auto' (Silverman's rule on the support)",
+    )
+    f.add_argument(
+        "--density-threshold",
+        type=float,
+        default=argparse.SUPPRESS,
+        help="ridge: drop query points below this fraction of the highest density (0.05)",
+    )
+    f.add_argument("--n-queries", type=int, default=argparse.SUPPRESS, help="ridge: points moved onto the ridge (5000)")
+    f.add_argument(
+        "--support-size",
+        type=int,
+        default=argparse.SUPPRESS,
+        help="ridge: rows of the density's support; more rows are sampled down to this (50,000)",
+    )
+    f.add_argument(
+        "--projection",
+        default=argparse.SUPPRESS,
+        choices=["nearest", "scms"],
+        help="ridge: each row's ridge point: the nearest fitted one, or SCMS from the row",
     )
     f.add_argument(
         "--reference-size",

@@ -56,6 +56,17 @@ METHODS: dict[str, Method] = {
             "locally linear embedding (standard, modified, hessian, ltsa): all rows or landmarks",
             {"variant": "method"},
         ),
+        Method(
+            "principal-curve",
+            "principal_curve:PrincipalCurve",
+            "regularized principal curve: one pass per iteration; each row's latent coordinate",
+        ),
+        Method(
+            "principal-manifold",
+            "principal_curve:PrincipalManifold",
+            "regularized principal manifold (two latent dimensions): one pass per iteration",
+        ),
+        Method("ridge", "ridge:RidgeEstimator", "density ridges (filaments) by SCMS: each row's point on the ridge"),
         Method("gaussian-rp", "projection:GaussianRandomProjection", "Gaussian random projection"),
         Method("sparse-rp", "projection:SparseRandomProjection", "sparse random projection"),
     )

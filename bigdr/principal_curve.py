@@ -19,7 +19,18 @@ from ._compute import compute
 from ._random import resolve_seed
 from ._validation import check_int, check_n_features, check_real
 from .base import BigdrEstimator, chunk_bytes_of, like_input
-from .core.curves import CurveSums, centres, curve_sums, kernel, merge_curve_sums, penalty, project, solve_alpha
+from .core.curves import (
+    PIECE_ROWS,
+    CurveSums,
+    centres,
+    curve_sums,
+    kernel,
+    latent_grid,
+    merge_curve_sums,
+    penalty,
+    project,
+    solve_alpha,
+)
 from .core.eigen import scatter_eigh
 from .core.stats import merge_moments, scatter_moments
 from .graph.landmarks import uniform_sample
@@ -36,10 +47,10 @@ def _centred_pieces(block: np.ndarray, mean: np.ndarray):
         yield np.asarray(block[s : s + curves.PIECE_ROWS], dtype=np.float64) - mean
 
 
-def _initial_sums(block: np.ndarray, mean: np.ndarray, direction: np.ndarray, span: np.ndarray, c, width) -> Any:
+def _initial_sums(block: np.ndarray, mean: np.ndarray, directions: np.ndarray, span: np.ndarray, c, width) -> Any:
     total = CurveSums(0, np.zeros((len(c), len(c))), np.zeros((len(c), len(mean))), 0.0)
     for X in _centred_pieces(block, mean):
-        xi = np.clip((X @ direction - span[0]) / (span[1] - span[0]), 0.0, 1.0)
+        xi = np.clip((X @ directions - span[0]) / (span[1] - span[0]), 0.0, 1.0)
         total = merge_curve_sums(total, curve_sums(X, xi, c, width, 0.0))
     return total
 
@@ -55,8 +66,21 @@ def _iteration_sums(block: np.ndarray, mean: np.ndarray, alpha: np.ndarray, c, w
 def _project_block(block: np.ndarray, mean: np.ndarray, alpha: np.ndarray, c, width, grid) -> np.ndarray:
     out = [project(X, alpha, c, width, grid) for X in _centred_pieces(block, mean)]
     if not out:
-        return np.zeros((0, 2))
+        return np.zeros((0, c.shape[1] + 1))
     return np.column_stack([np.concatenate([p.xi for p in out]), np.sqrt(np.concatenate([p.sq for p in out]))])
+
+
+def _extremes(block: np.ndarray, mean: np.ndarray, directions: np.ndarray) -> np.ndarray:
+    """Per-axis (min, max) of the block's coordinates along ``directions`` (2 x d)."""
+    lo, hi = np.full(directions.shape[1], np.inf), np.full(directions.shape[1], -np.inf)
+    for X in _centred_pieces(block, mean):
+        t = X @ directions
+        lo, hi = np.minimum(lo, t.min(axis=0)), np.maximum(hi, t.max(axis=0))
+    return np.stack([lo, hi])
+
+
+def _merge_extremes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.stack([np.minimum(a[0], b[0]), np.maximum(a[1], b[1])])
 
 
 def _settled(objective: list[float], tol: float) -> bool:
@@ -67,7 +91,8 @@ def _settled(objective: list[float], tol: float) -> bool:
 class PrincipalCurve(BigdrEstimator):
     r"""A regularized principal curve (Smola, Mika, Schoelkopf & Williamson 2001), out of core.
 
-    The curve ``f(z) = mean + sum_j alpha_j k(c_j, z)``, ``z`` in [0, 1],
+    The curve ``f(z) = mean + sum_j alpha_j k(c_j, z)``, ``z`` in [0, 1]
+    (in [0, 1]^2 for :class:`PrincipalManifold`),
     with ``M = n_centres`` centres ``c_j`` evenly spaced and a Gaussian
     kernel of width ``width`` in the latent coordinate, minimises
 
@@ -81,21 +106,23 @@ class PrincipalCurve(BigdrEstimator):
     over row blocks (exact for any chunking). The first pass is the
     covariance, whose first principal component ``v_1`` gives the initial
     projections: ``t = (x - mean) v_1`` scaled to [0, 1] by its range (a
-    second pass). Iterations stop when ``R`` changes by less than ``tol``
+    second pass; a manifold takes the first two components). Iterations stop when ``R`` changes by less than ``tol``
     (relative) or after ``max_iter``.
 
     Parameters
     ----------
-    n_centres : int
-        ``M``, the number of kernel centres.
+    n_centres : int or None
+        ``M``, the number of kernel centres per latent axis (default 20 for a
+        curve, 10 for a manifold: 100 centres).
     width : float or None
-        Kernel width in the latent coordinate (default ``2 / (M - 1)``, twice
+        Kernel width in the latent coordinates (default ``2 / (M - 1)``, twice
         the spacing of the centres).
     reg : float
         ``lambda``: weight of the smoothness penalty against the mean squared
         distance (both in squared data units).
     grid_size : int or None
-        Latent grid of the projection step (default ``10 M``).
+        Points per latent axis of the projection step's search grid (default
+        ``10 M`` for a curve, ``4 M`` for a manifold).
     max_iter : int
         Coefficient steps at most, over all rows (the sample's are counted apart).
     tol : float
@@ -129,9 +156,12 @@ class PrincipalCurve(BigdrEstimator):
     179-209.
     """
 
+    #: Latent dimensions: 1 for a curve (:class:`PrincipalManifold` has 2).
+    _latent_dim = 1
+
     def __init__(
         self,
-        n_centres: int = 20,
+        n_centres: int | None = None,
         *,
         width: float | None = None,
         reg: float = 1e-3,
@@ -150,42 +180,51 @@ class PrincipalCurve(BigdrEstimator):
         self.sample_size = sample_size
         self.random_state = random_state
 
+    def _dims(self) -> tuple[int, int, int]:
+        """Latent dimensions, centres per axis, search grid points per axis (the defaults filled in)."""
+        d = self._latent_dim
+        M = (20 if d == 1 else 10) if self.n_centres is None else check_int(self.n_centres, "n_centres", low=3)
+        G = (10 if d == 1 else 4) * M if self.grid_size is None else check_int(self.grid_size, "grid_size", low=M)
+        return d, M, G
+
     def _settings(self) -> tuple[np.ndarray, float, np.ndarray]:
-        M = check_int(self.n_centres, "n_centres", low=3)
+        d, M, G = self._dims()
         width = 2.0 / (M - 1) if self.width is None else check_real(self.width, "width", low=0.0, low_open=True)
-        G = 10 * M if self.grid_size is None else check_int(self.grid_size, "grid_size", low=M)
         check_real(self.reg, "reg", low=0.0, low_open=True)
         check_int(self.max_iter, "max_iter")
         check_real(self.tol, "tol", low=0.0)
         if self.sample_size is not None:
             check_int(self.sample_size, "sample_size", low=2)
-        return centres(M), width, np.linspace(0.0, 1.0, G)
+        return centres(M, d), width, latent_grid(G, d)
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
         p = Xd.shape[1]
-        G = 10 * int(self.n_centres) if self.grid_size is None else int(self.grid_size)
-        rows = max(Xd.chunks[0]) if Xd.shape[0] else 1
+        d, M, G = self._dims()
         return {
             "stream": streaming(chunk_bytes_of(Xd), 3),
-            "projection": Part(2 * rows * G * 8, "distances of a block's rows to the latent grid", "grid_size"),
-            "states": Part(10 * p * p * 8, "scatter matrices being merged", ""),
+            "projection": Part(3 * PIECE_ROWS * G**d * 4, "distances of 16,384 rows to the latent grid", "grid_size"),
+            "states": Part(10 * (p * p + M ** (2 * d)) * 8, "scatter matrices and sums being merged", ""),
         }
 
     def fit(self, X: Any, y: Any = None) -> PrincipalCurve:
         """Fit the curve to ``X`` (numpy, dask, zarr, h5py or a path): one pass per iteration."""
         c, width, grid = self._settings()
+        d = c.shape[1]
         Xd = as_array(X, check_finite=False)
         n, p = Xd.shape
+        if d > p:
+            raise ValueError(f"{d} latent dimensions need at least as many features; got n_features = {p}.")
         self._check_memory(Xd)
+        self.seed_ = resolve_seed(self.random_state)
         (state,) = compute(tree_reduce(Xd, scatter_moments, merge_moments, with_offset=True))
-        direction = scatter_eigh(state).vectors[:, 0]
+        directions = scatter_eigh(state).vectors[:, :d]
         mean = state.mean
-        t = (Xd.astype(np.float64) - mean) @ direction
-        span = np.asarray(compute(t.min(), t.max()), dtype=np.float64)
-        if span[1] <= span[0]:
-            raise ValueError("All rows are the same point; a curve needs spread data.")
+        ends = functools.partial(_extremes, mean=mean, directions=directions)
+        (span,) = compute(tree_reduce(Xd, ends, _merge_extremes))
+        if np.any(span[1] <= span[0]):
+            raise ValueError("The rows do not spread along every latent direction; a curve needs spread data.")
         first = functools.partial(_initial_sums, c=c, width=width)
-        shared = (dask.delayed(mean), dask.delayed(direction), dask.delayed(span))
+        shared = (dask.delayed(mean), dask.delayed(directions), dask.delayed(span))
         (sums,) = compute(tree_reduce(Xd, first, merge_curve_sums, shared=shared))
         alpha = solve_alpha(sums, c, width, float(self.reg))
         step = functools.partial(_iteration_sums, c=c, width=width, grid=grid)
@@ -193,7 +232,7 @@ class PrincipalCurve(BigdrEstimator):
         passes = 3
         sample_objective: list[float] = []
         if self.sample_size is not None and int(self.sample_size) < n:
-            sample = uniform_sample(Xd, int(self.sample_size), resolve_seed(self.random_state))[0]
+            sample = uniform_sample(Xd, int(self.sample_size), self.seed_)[0]
             passes += 1
             for _ in range(int(self.max_iter)):
                 sums = step(sample, mean, alpha)
@@ -218,7 +257,7 @@ class PrincipalCurve(BigdrEstimator):
         self.sample_objective_ = sample_objective
         self.converged_ = converged
         self.n_features_in_ = int(p)
-        self.n_components_ = 1
+        self.n_components_ = d
         self.width_ = width
         return self
 
@@ -235,13 +274,13 @@ class PrincipalCurve(BigdrEstimator):
             c=c,
             width=self.width_,
             grid=grid,
-            chunks=(Xd.chunks[0], (2,)),
+            chunks=(Xd.chunks[0], (c.shape[1] + 1,)),
             dtype=np.float64,
             meta=np.empty((0, 0), dtype=np.float64),
         )
 
     def _lazy_embedding(self, X: Any) -> da.Array:
-        return self._projected(X)[:, :1]
+        return self._projected(X)[:, : self._latent_dim]
 
     def transform(self, X: Any) -> np.ndarray | da.Array:
         """Each row's latent coordinate on the curve (n x 1), blockwise."""
@@ -251,17 +290,33 @@ class PrincipalCurve(BigdrEstimator):
     def distances(self, X: Any) -> np.ndarray | da.Array:
         """Each row's distance to the curve (at its projection), blockwise."""
         self._check_fitted()
-        return like_input(X, self._projected(X)[:, 1])
+        return like_input(X, self._projected(X)[:, self._latent_dim])
 
     def inverse_transform(self, Z: Any) -> np.ndarray:
-        """The curve's points ``f(z)`` at latent coordinates ``Z`` (n x 1) in [0, 1]."""
+        """The curve's points ``f(z)`` at latent coordinates ``Z`` (n x d) in [0, 1]^d."""
         self._check_fitted()
-        z = np.asarray(Z, dtype=np.float64).reshape(-1)
-        return kernel(z, centres(len(self.alpha_)), self.width_) @ self.alpha_ + self.mean_
+        d, M, _ = self._dims()
+        z = np.asarray(Z, dtype=np.float64).reshape(-1, d)
+        return kernel(z, centres(M, d), self.width_) @ self.alpha_ + self.mean_
 
     def describe(self) -> str:
         state = "converged" if self.converged_ else "NOT converged"
         return (
-            f"PrincipalCurve: {len(self.alpha_)} centres, {state} in {self.n_iter_} iterations "
+            f"{type(self).__name__}: {len(self.alpha_)} centres, {state} in {self.n_iter_} iterations "
             f"({self.n_passes_} passes), R[f] = {self.objective_[-1]:.6g}"
         )
+
+
+class PrincipalManifold(PrincipalCurve):
+    r"""A regularized principal manifold of two latent dimensions (Smola et al. 2001), out of core.
+
+    :class:`PrincipalCurve` with ``z`` in [0, 1]^2: ``M x M`` centres on an
+    even grid, a Gaussian kernel ``k(a, b) = exp(-|a - b|^2 / (2 s^2))``,
+    the projection step's search over an even latent grid then Gauss-Newton
+    steps in two dimensions, and initial coordinates from the first two
+    principal components scaled to [0, 1] each. ``transform`` gives each
+    row's two latent coordinates; the parameters, attributes and references
+    are :class:`PrincipalCurve`'s.
+    """
+
+    _latent_dim = 2

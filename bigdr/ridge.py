@@ -51,6 +51,8 @@ class _Density:
         near = None if self.index is None else self._pairs
         pieces = (points[s : s + PIECE_ROWS] for s in range(0, len(points), PIECE_ROWS))
         parts = [scms(x, self.support, self.h, self.dim, tol=tol, max_iter=max_iter, neighbours=near) for x in pieces]
+        if not parts:
+            return scms(points, self.support, self.h, self.dim, tol=tol, max_iter=0)  # no rows: an empty run
         return RidgeRun(*(np.concatenate(a) for a in zip(*parts)))
 
     def density(self, points: np.ndarray) -> np.ndarray:
@@ -222,7 +224,7 @@ class RidgeEstimator(BigdrEstimator):
     def _check_params(self, p: int) -> None:
         dim = check_int(self.dim, "dim", low=1)
         if dim >= p:
-            raise ValueError(f"dim={dim} must be less than the number of features ({p}): a ridge lies in the space.")
+            raise ValueError(f"dim={dim} must be less than n_features = {p}: a ridge lies inside the space.")
         if not (isinstance(self.bandwidth, str) and self.bandwidth == "auto"):
             check_real(self.bandwidth, "bandwidth", low=0.0, low_open=True)
         check_real(self.density_threshold, "density_threshold", low=0.0, high=1.0, high_open=True)
@@ -249,7 +251,7 @@ class RidgeEstimator(BigdrEstimator):
         ``queries``: the points to move onto the ridge (default: a uniform
         sample of ``n_queries`` support points, thinned by density).
         """
-        Xd = as_array(X, check_finite=False)
+        Xd = as_array(X)
         n, p = Xd.shape
         self._check_params(p)
         if n < p + 2:
@@ -257,7 +259,7 @@ class RidgeEstimator(BigdrEstimator):
                 f"{n} rows are too few to estimate a density's Hessian in {p} dimensions; give at least {p + 2}."
             )
         self._check_memory(Xd)
-        seed = resolve_seed(self.random_state)
+        seed = self.seed_ = resolve_seed(self.random_state)
         if n <= int(self.support_size):
             (support,) = compute(Xd)
         else:
@@ -297,15 +299,15 @@ class RidgeEstimator(BigdrEstimator):
         self.bandwidth_ = h
         self.support_ = support
         self.truncate_ = cut
+        self._ridge_index = NeighborIndex(method="kdtree").fit(self.ridge_points_)  # transform's, built here
         self.ridge_spacing_ = (
-            float(np.median(nearest_other(NeighborIndex(method="kdtree").fit(self.ridge_points_), self.ridge_points_)))
+            float(np.median(nearest_other(self._ridge_index, self.ridge_points_)))
             if len(self.ridge_points_) > 1
             else float("nan")
         )
         self.n_features_in_ = int(p)
         self.n_components_ = int(p)
         self._model = model
-        self._ridge_index: NeighborIndex | None = None
         return self
 
     # -- using the model ---------------------------------------------------------------
@@ -325,7 +327,7 @@ class RidgeEstimator(BigdrEstimator):
         shape = {"chunks": (Xd.chunks[0], (p + 2,)), "dtype": np.float64, "meta": np.empty((0, 0), dtype=np.float64)}
         if self.projection == "nearest":
             index = getattr(self, "_ridge_index", None)
-            if index is None:
+            if index is None:  # a loaded model
                 index = self._ridge_index = NeighborIndex(method="kdtree").fit(self.ridge_points_)
             key = dask.delayed(index, name=index._key_name, traverse=False)  # one key: shipped to each worker once
             return da.map_blocks(_nearest_block, Xd, key, self.ridge_points_, **shape)

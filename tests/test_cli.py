@@ -386,3 +386,26 @@ def test_kernel_pca_through_the_cli(spiked_store, tmp_path, capsys):
     argv[2] = str(refused)
     assert main(argv + ["--approximation", "fourier", "--kernel", "poly"]) == 2 and not refused.exists()
     assert "shift-invariant" in capsys.readouterr().err
+
+
+def test_ridges_and_principal_curves_through_the_cli(tmp_path, capsys):
+    data = tmp_path / "fil.zarr"
+    assert main(["generate", "filaments", str(data), "-n", "6000", "--seed", "1"]) == 0
+    out, model = tmp_path / "r.zarr", tmp_path / "r-model"
+    argv = ["fit-transform", str(data), str(out), "--dataset", "X", "--method", "ridge", "--n-queries", "400"]
+    assert main(argv + ["--bandwidth", "0.05", "--save-model", str(model)]) == 0
+    assert "RidgeEstimator: " in capsys.readouterr().out
+    X = zarr.open(str(data), mode="r")["X"][:]
+    ridge = bigdr.load(str(model))
+    assert ridge.bandwidth_ == 0.05 and zarr.open(str(out), mode="r").shape == (6000, 3)
+    np.testing.assert_allclose(zarr.open(str(out), mode="r")[:100], ridge.transform(X[:100]))
+    refused = tmp_path / "no.zarr"
+    assert main(["fit-transform", str(data), str(refused), "--dataset", "X", "--method", "ridge", "-k", "2"]) == 2
+    assert "--n-components applies to --method pca" in capsys.readouterr().err and not refused.exists()
+    for method, width in (("principal-curve", 1), ("principal-manifold", 2)):
+        emb = tmp_path / f"{method}.zarr"
+        assert (
+            main(["fit-transform", str(data), str(emb), "--dataset", "X", "--method", method, "--n-centres", "6"]) == 0
+        )
+        assert zarr.open(str(emb), mode="r").shape == (6000, width)
+    capsys.readouterr()

@@ -145,3 +145,49 @@ def test_a_sample_phase_reaches_the_curve_of_full_passes_in_fewer_of_them(noisy_
     assert max(gap.min(axis=0).max(), gap.min(axis=1).max()) < 0.02  # the same curve, up to its parametrisation
     with pytest.raises(ValueError, match="sample_size"):
         PrincipalCurve(sample_size=1).fit(X)
+
+
+def test_a_principal_manifold_fits_a_curved_sheet():
+    from bigdr.principal_curve import PrincipalManifold
+
+    rng = np.random.default_rng(7)
+    u, v = rng.uniform(-1, 1, 3000), rng.uniform(-1, 1, 3000)
+    sheet = lambda u, v: np.column_stack([u, v, 0.5 * u**2 - 0.3 * v**2])  # noqa: E731
+    X = sheet(u, v) + 0.03 * rng.standard_normal((3000, 3))
+    model = PrincipalManifold(8, reg=1e-4, max_iter=20).fit(da.from_array(X, chunks=700))
+    Z = model.transform(X)
+    assert Z.shape == (3000, 2) and (0 <= Z).all() and (Z <= 1).all()
+    assert np.all(np.diff(model.objective_) <= 1e-12 * abs(model.objective_[0]))  # R[f] never rises
+    fitted = model.inverse_transform(Z)
+    np.testing.assert_allclose(np.linalg.norm(X - fitted, axis=1), model.distances(X), atol=1e-10)
+    truth = sheet(u, v)
+    assert np.median(np.linalg.norm(fitted - truth, axis=1)) < 0.05  # on the sheet, within the noise (0.03 per axis)
+    with pytest.raises(ValueError, match="n_features = 1"):
+        PrincipalManifold().fit(X[:, :1])
+
+
+def test_two_dimensional_projection_equals_a_dense_search_then_newton():
+    """The 2-D projection step (grid search, then safeguarded Newton) against bounded quasi-Newton from 49 starts."""
+    from scipy.optimize import minimize
+
+    from bigdr.core.curves import centres, kernel, latent_grid, project
+
+    rng = np.random.default_rng(8)
+    c = centres(6, 2)
+    alpha = rng.standard_normal((36, 3)) * 0.3
+    X = rng.standard_normal((40, 3)) * 0.5
+    got = project(X, alpha, c, 0.4, latent_grid(60, 2))
+    f = lambda z: kernel(z.reshape(1, 2), c, 0.4) @ alpha  # noqa: E731
+    for x, sq in zip(X, got.sq):
+
+        def distance(w, x=x):
+            return ((x - f(w)) ** 2).sum()
+
+        best = min(
+            (
+                minimize(distance, s, bounds=[(0, 1), (0, 1)], options={"ftol": 1e-15, "gtol": 1e-12})
+                for s in latent_grid(7, 2)
+            ),
+            key=lambda r: r.fun,
+        )
+        assert sq <= best.fun + 1e-10  # the minimum: as low as the best of 49 bounded local searches

@@ -154,7 +154,7 @@ def test_runs_on_a_real_cluster():
     [
         ({"bandwidth": 0.0}, noisy_circle(100), "bandwidth"),
         ({"bandwidth": -1.0}, noisy_circle(100), "bandwidth"),
-        ({"dim": 2}, noisy_circle(100), "less than the number of features"),
+        ({"dim": 2}, noisy_circle(100), "less than n_features"),
         ({}, noisy_circle(3), "too few"),
         ({"density_threshold": 1.0}, noisy_circle(100), "density_threshold"),
     ],
