@@ -13,7 +13,8 @@ crispy   CRISPy (crispy-learn, the in-memory SCMS of Chen's group's successors),
          own virtual environment (CRISPY_PYTHON), on the first n rows of the same data,
          n = 10k, 30k, 100k, 300k until it fails or takes over 20 minutes; 2,000 walkers
          (rows drawn uniformly), the bandwidth bigdr chose at 1M rows, its default
-         eps and f_h. bigdr on the same rows and walkers with the whole of them as support
+         eps, f_h and maxT (1,000 iterations), unit weights (its default weights=None fails
+         in version 1.3.1: "invalid index to scalar variable"). bigdr on the same rows and walkers with the whole of them as support
          and no density threshold. Peak RSS of CRISPy's process tree (it forks workers).
 
 Distances: "ridge -> truth" from each ridge point to the nearest true filament (median,
@@ -202,7 +203,7 @@ import sys, time, json, numpy as np
 from crispy import scms
 X = np.load(sys.argv[1]); G = np.load(sys.argv[2]); h = float(sys.argv[3])
 t0 = time.perf_counter()
-conv, unconv = scms.find_ridge(X[:, :, None], G[:, :, None], D=3, h=h, d=1)
+conv, unconv = scms.find_ridge(X[:, :, None], G[:, :, None], D=3, h=h, d=1, weights=np.ones(len(X), np.float32))
 print(json.dumps({"seconds": time.perf_counter() - t0, "converged": conv[:, :, 0].tolist(),
                   "unconverged": len(unconv)}))
 """

@@ -90,6 +90,7 @@ def _fit_transform(
     model_key=None,
     scree=None,
     biplot=None,
+    structure=None,
     overwrite=False,
     report=False,
     resume=False,
@@ -115,6 +116,9 @@ def _fit_transform(
         raise ValueError("--scree draws a spectrum; random projections have none.")
     if biplot and method not in ("pca", "factor-analysis"):
         raise ValueError("--biplot draws loadings: it applies to --method pca and factor-analysis only.")
+    if structure and method not in ("principal-curve", "principal-manifold", "ridge"):
+        raise ValueError("--structure draws a fitted curve or ridge: it applies to --method principal-curve, "
+                         "principal-manifold and ridge only.")  # fmt: skip
     if report and not method.endswith("-rp"):
         raise ValueError("--report applies to --method gaussian-rp and sparse-rp only.")
     if model_key is not None and not save_model:
@@ -126,11 +130,17 @@ def _fit_transform(
         from .io.obsm import check_obsm
 
         check_obsm(str(input_path), obsm, overwrite)
-    outputs = {"store": output, "model": save_model, "png": scree, "biplot": biplot}
+    outputs = {"store": output, "model": save_model, "png": scree, "biplot": biplot, "structure": structure}
     for kind, path in outputs.items():
         if path:
             others = [q for k, q in outputs.items() if q and k != kind]
-            check_output(path, "png" if kind == "biplot" else kind, overwrite=overwrite, inputs=inputs, others=others)
+            check_output(
+                path,
+                "png" if kind in ("biplot", "structure") else kind,
+                overwrite=overwrite,
+                inputs=inputs,
+                others=others,
+            )
     X = model.read_input(input_path, dataset)
     if dry_run:
         from .memory import format_bytes, memory_limit
@@ -183,6 +193,12 @@ def _fit_transform(
             tmp = temporary_sibling(Path(biplot))
             staged.append((tmp, Path(biplot)))
             draw_biplot(model, None, tmp, scores=Y if obsm is not None else output)
+        if structure:  # the input's density: a second read of the input
+            from .plot import structure as draw_structure
+
+            tmp = temporary_sibling(Path(structure))
+            staged.append((tmp, Path(structure)))
+            draw_structure(model, X, tmp)
         for tmp, final in staged:
             publish(tmp, final, overwrite)
     finally:
@@ -209,6 +225,7 @@ def _cmd_fit_transform(args) -> int:
         model_key=_read_key(args.model_key_file),
         scree=args.scree,
         biplot=args.biplot,
+        structure=args.structure,
         overwrite=args.overwrite,
         report=args.report,
         resume=args.resume,
@@ -237,6 +254,8 @@ def _cmd_fit_transform(args) -> int:
         print(f"scree plot written to {args.scree}")
     if args.biplot:
         print(f"biplot written to {args.biplot}")
+    if args.structure:
+        print(f"picture of the fitted structure written to {args.structure}")
     return 0
 
 

@@ -391,6 +391,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="pca, factor-analysis: also draw the biplot (scores as a density, loadings as labelled arrows)",
     )
     f.add_argument(
+        "--structure",
+        default=None,
+        metavar="PNG",
+        help="principal-curve, principal-manifold, ridge: also draw the data's density (its first two "
+        "columns) with the fitted curve, manifold or ridge over it",
+    )
+    f.add_argument(
         "--overwrite", action="store_true", help="replace outputs that bigdr wrote earlier (never anything else)"
     )
     f.add_argument(

@@ -183,6 +183,16 @@ def bin_embedding(
     return grid, extent, categories, int(Yd.shape[0])
 
 
+def _density_image(fig: Any, ax: Any, counts: np.ndarray, extent: Any, cmap: str) -> None:
+    """Rows per pixel on a log colour scale, empty pixels blank, with a colour bar."""
+    from matplotlib.colors import LogNorm
+
+    shown = np.where(counts > 0, counts, np.nan)
+    im = ax.imshow(shown, origin="lower", extent=extent, aspect="auto", interpolation="nearest", cmap=cmap,
+                   norm=LogNorm(vmin=1, vmax=max(float(np.nanmax(shown)), 1.0)))  # fmt: skip
+    fig.colorbar(im, ax=ax, label="rows per pixel")
+
+
 def embedding(
     Y: Any,
     path: str | os.PathLike,
@@ -216,7 +226,6 @@ def embedding(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.colors import LogNorm
     from matplotlib.patches import Patch
 
     grid, extent, categories, n = bin_embedding(
@@ -240,10 +249,7 @@ def embedding(
         im = ax.imshow(mean, origin="lower", extent=shown, aspect="auto", interpolation="nearest", cmap="viridis")
         fig.colorbar(im, ax=ax, label="mean colour value per pixel")
     else:
-        counts = np.where(grid.counts > 0, grid.counts, np.nan)
-        im = ax.imshow(counts, origin="lower", extent=shown, aspect="auto", interpolation="nearest",
-                       cmap="magma", norm=LogNorm(vmin=1, vmax=max(float(np.nanmax(counts)), 1.0)))  # fmt: skip
-        fig.colorbar(im, ax=ax, label="rows per pixel")
+        _density_image(fig, ax, grid.counts, shown, "magma")
     ax.set_xlabel(f"coordinate {columns[0] + 1}")
     ax.set_ylabel(f"coordinate {columns[1] + 1}")
     ax.set_title(title or f"Embedding of {n:,} rows")
@@ -299,7 +305,6 @@ def biplot(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.colors import LogNorm
 
     from ._validation import check_int
     from .factor_analysis import FactorAnalysis
@@ -330,10 +335,7 @@ def biplot(
     scale = reach / max(float(length[order[0]]), np.finfo(float).tiny)
     tips = loadings[order] * scale
     fig, ax = plt.subplots(figsize=(7, 6), dpi=120)
-    counts = np.where(grid.counts > 0, grid.counts, np.nan)
-    im = ax.imshow(counts, origin="lower", extent=extent, aspect="auto", interpolation="nearest", cmap="Greys",
-                   norm=LogNorm(vmin=1, vmax=max(float(np.nanmax(counts)), 1.0)))  # fmt: skip
-    fig.colorbar(im, ax=ax, label="rows per pixel")
+    _density_image(fig, ax, grid.counts, extent, "Greys")
     for (x, y), label in zip(tips, [names[j] for j in order], strict=True):
         ax.annotate("", xy=(x, y), xytext=(0, 0), arrowprops={"arrowstyle": "->", "color": "C3", "lw": 1.5})
         ax.text(x * 1.06, y * 1.06, label, color="C3", fontsize=8, ha="center", va="center")
@@ -346,3 +348,77 @@ def biplot(
     fig.savefig(path, format="png", metadata={"Software": "bigdr"})
     plt.close(fig)
     return Biplot(str(path), [names[j] for j in order], tips, float(scale))
+
+
+def structure(
+    model: Any,
+    X: Any,
+    path: str | os.PathLike,
+    *,
+    columns: tuple[int, int] = (0, 1),
+    basis: Any = None,
+    bins: int | str = "auto",
+    title: str | None = None,
+) -> str:
+    """A PNG of the data's density with a fitted principal curve, manifold or ridge drawn over it.
+
+    The rows are drawn as the density of rows per pixel (:func:`bin_embedding`:
+    two passes, out of core, any number of rows) in two coordinates: the
+    ``columns`` of ``X``, or the projection ``X @ basis`` on a ``p x 2``
+    ``basis`` (for data of more than two dimensions). Over it: the curve
+    ``f(z)`` for z across [0, 1] (:class:`~bigdr.PrincipalCurve`), the
+    manifold's latent grid lines (:class:`~bigdr.PrincipalManifold`), or
+    the ridge points (:class:`~bigdr.RidgeEstimator`), in the same coordinates.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .io import as_array
+    from .principal_curve import PrincipalCurve
+    from .ridge import RidgeEstimator
+
+    if not isinstance(model, (PrincipalCurve, RidgeEstimator)) or not hasattr(model, "n_features_in_"):
+        raise TypeError(
+            f"structure() draws a fitted PrincipalCurve, PrincipalManifold or RidgeEstimator; got {model!r}."
+        )
+    p = model.n_features_in_
+    if basis is None:
+        if len(columns) != 2 or not all(0 <= int(c) < p for c in columns):
+            raise ValueError(f"columns must be two column numbers below {p}; got {columns!r}.")
+        B = np.zeros((p, 2))
+        B[int(columns[0]), 0] = B[int(columns[1]), 1] = 1.0
+    else:
+        B = np.asarray(basis, dtype=np.float64)
+        if B.shape != (p, 2):
+            raise ValueError(f"basis must be {p} x 2 (features x drawn axes); got shape {B.shape}.")
+    Xd = as_array(X, name="X", min_rows=1)
+    if Xd.shape[1] != p:
+        raise ValueError(f"X has {Xd.shape[1]} features; the model was fitted on {p}.")
+    grid, extent, _, n = bin_embedding(Xd.astype(np.float64) @ B, bins=bins)
+    fig, ax = plt.subplots(figsize=(7, 6), dpi=120)
+    _density_image(fig, ax, grid.counts, extent, "Greys")
+    name = type(model).__name__
+    if isinstance(model, RidgeEstimator):
+        R = model.ridge_points_ @ B
+        ax.scatter(R[:, 0], R[:, 1], s=1.5, color="C3", label=f"{len(R):,} ridge points", linewidths=0)
+    elif model.n_components_ == 1:
+        F = model.inverse_transform(np.linspace(0, 1, 2000)) @ B
+        ax.plot(F[:, 0], F[:, 1], color="C3", lw=1.5, label="principal curve")
+    else:
+        t, u = np.linspace(0, 1, 300), np.linspace(0, 1, 11)
+        for a in u:
+            for z in (np.column_stack([np.full_like(t, a), t]), np.column_stack([t, np.full_like(t, a)])):
+                F = model.inverse_transform(z) @ B
+                ax.plot(F[:, 0], F[:, 1], color="C3", lw=0.7)
+        ax.plot([], [], color="C3", lw=0.7, label="principal manifold (latent grid lines)")
+    ax.legend(loc="best", fontsize=8)
+    axes = ("basis 1", "basis 2") if basis is not None else (f"x{int(columns[0])}", f"x{int(columns[1])}")
+    ax.set_xlabel(axes[0])
+    ax.set_ylabel(axes[1])
+    ax.set_title(title or f"{name} over the density of {n:,} rows")
+    fig.tight_layout()
+    fig.savefig(path, format="png", metadata={"Software": "bigdr"})
+    plt.close(fig)
+    return str(path)

@@ -393,8 +393,20 @@ def test_ridges_and_principal_curves_through_the_cli(tmp_path, capsys):
     assert main(["generate", "filaments", str(data), "-n", "6000", "--seed", "1"]) == 0
     out, model = tmp_path / "r.zarr", tmp_path / "r-model"
     argv = ["fit-transform", str(data), str(out), "--dataset", "X", "--method", "ridge", "--n-queries", "400"]
-    assert main(argv + ["--bandwidth", "0.05", "--save-model", str(model)]) == 0
-    assert "RidgeEstimator: " in capsys.readouterr().out
+    png = tmp_path / "ridge.png"
+    assert main(argv + ["--bandwidth", "0.05", "--save-model", str(model), "--structure", str(png)]) == 0
+    assert "RidgeEstimator: " in capsys.readouterr().out and png.stat().st_size > 10_000
+    pca = [
+        "fit-transform",
+        str(data),
+        str(tmp_path / "p.zarr"),
+        "--dataset",
+        "X",
+        "--structure",
+        str(tmp_path / "p.png"),
+    ]
+    assert main(pca) == 2 and "--structure draws a fitted curve or ridge" in capsys.readouterr().err
+    assert not (tmp_path / "p.zarr").exists()
     X = zarr.open(str(data), mode="r")["X"][:]
     ridge = bigdr.load(str(model))
     assert ridge.bandwidth_ == 0.05 and zarr.open(str(out), mode="r").shape == (6000, 3)
