@@ -191,3 +191,14 @@ def test_two_dimensional_projection_equals_a_dense_search_then_newton():
             key=lambda r: r.fun,
         )
         assert sq <= best.fun + 1e-10  # the minimum: as low as the best of 49 bounded local searches
+
+
+def test_reg_path_traces_the_fit_against_lambda(noisy_circle):
+    from bigdr.principal_curve import reg_path
+
+    path = reg_path(noisy_circle, regs=[1e-5, 1e-3, 1e-1], random_state=0, n_centres=12, max_iter=20)
+    assert path.regs.tolist() == [1e-5, 1e-3, 1e-1] and path.held_out.shape == (3,)
+    assert np.all(np.diff(path.objective) > 0)  # more smoothing, a larger R[f] on the training rows
+    assert path.held_out[-1] > 2 * path.held_out[0]  # lambda = 0.1 flattens the curve: new rows lie far from it
+    with pytest.raises(ValueError, match="held_out"):
+        reg_path(noisy_circle, held_out=1.0)
