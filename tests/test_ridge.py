@@ -162,3 +162,12 @@ def test_runs_on_a_real_cluster():
 def test_bad_input_is_refused(kwargs, X, message):
     with pytest.raises(ValueError, match=message):
         RidgeEstimator(**kwargs).fit(X)
+
+
+def test_ridge_stability_falls_as_the_bandwidth_grows_past_the_noise():
+    from bigdr.ridge import ridge_stability
+
+    X = noisy_circle(4000, seed=9)
+    result = ridge_stability(X, [0.03, 0.1, 0.3], n_queries=300, random_state=0)
+    assert result.instability.shape == (3,) and (result.ridge_points > 0).all()
+    assert result.instability[0] > 2 * result.instability[2]  # a bandwidth below the noise follows each half's noise
