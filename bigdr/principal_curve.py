@@ -152,6 +152,10 @@ class PrincipalCurve(BigdrEstimator):
     sample_objective_ : list of float
         ``R[f]`` on the sample at each of its iterations.
     converged_ : bool
+    gram_, cross_ : ndarray
+        The sums ``K_xi^T K_xi`` and ``K_xi^T (X - mean)`` of the last pass (what :meth:`partial_fit` adds to).
+    residual_sum_ : float
+    n_samples_seen_ : int
 
     References
     ----------
@@ -252,6 +256,8 @@ class PrincipalCurve(BigdrEstimator):
             if _settled(objective, self.tol):
                 break
         converged = _settled(objective, self.tol)
+        self.gram_, self.cross_, self.residual_sum_ = sums.gram, sums.cross, float(sums.residual)
+        self.n_samples_seen_ = int(n)
         self.alpha_ = alpha
         self.mean_ = mean
         self.objective_ = objective
@@ -263,6 +269,36 @@ class PrincipalCurve(BigdrEstimator):
         self.n_features_in_ = int(p)
         self.n_components_ = d
         self.width_ = width
+        return self
+
+    def partial_fit(self, X: Any, y: Any = None) -> PrincipalCurve:
+        """Add rows to a fitted curve: one pass over them, then one coefficient step.
+
+        The new rows are projected on the current curve and their sums
+        (``K_xi^T K_xi``, ``K_xi^T X``, the residual) are added to those kept
+        from the last pass over the rows seen before (``gram_``, ``cross_``);
+        ``alpha`` is solved from the total. What is exact: the new rows'
+        sums, and the merge (the same for any chunking or order of the
+        batches). What is not: the earlier rows keep the projections of
+        their last pass, on the curve before this step, and the centre
+        ``mean_`` stays that of the first fit; ``fit`` on all rows, or more
+        passes, refreshes them. Unfitted, this is ``fit``.
+        """
+        if not hasattr(self, "alpha_"):
+            return self.fit(X)
+        c, width, grid = self._settings()
+        Xd = as_array(X, check_finite=False, chunk_bytes=chunk_budget(CHUNK_BYTES))
+        check_n_features(Xd.shape[1], self.n_features_in_, type(self).__name__)
+        step = functools.partial(_iteration_sums, c=c, width=width, grid=grid)
+        shared = (dask.delayed(self.mean_), dask.delayed(self.alpha_))
+        (new,) = compute(tree_reduce(Xd, step, merge_curve_sums, shared=shared))
+        total = merge_curve_sums(CurveSums(self.n_samples_seen_, self.gram_, self.cross_, self.residual_sum_), new)
+        lam = float(self.reg)
+        self.objective_ = [*self.objective_, total.residual / total.n + 0.5 * lam * penalty(self.alpha_, c, width)]
+        self.alpha_ = solve_alpha(total, c, width, lam)
+        self.gram_, self.cross_, self.residual_sum_ = total.gram, total.cross, float(total.residual)
+        self.n_samples_seen_ = int(total.n)
+        self.n_iter_ += 1
         return self
 
     # -- using the model ---------------------------------------------------------------

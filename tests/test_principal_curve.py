@@ -202,3 +202,29 @@ def test_reg_path_traces_the_fit_against_lambda(noisy_circle):
     assert path.held_out[-1] > 2 * path.held_out[0]  # lambda = 0.1 flattens the curve: new rows lie far from it
     with pytest.raises(ValueError, match="held_out"):
         reg_path(noisy_circle, held_out=1.0)
+
+
+def test_partial_fit_adds_rows_to_the_sums_of_the_last_pass(noisy_circle):
+    first, second = noisy_circle[:750], noisy_circle[750:]
+    settings = {"n_centres": 15, "reg": 1e-3, "max_iter": 200, "tol": 1e-6}
+    model = PrincipalCurve(**settings).fit(first)
+    gram, cross = model.gram_.copy(), model.cross_.copy()
+    before = model.alpha_.copy()
+    model.partial_fit(da.from_array(second, chunks=97))
+    assert model.n_samples_seen_ == 1500
+    again = PrincipalCurve(**settings).fit(first).partial_fit(second)  # batches' chunking does not matter
+    np.testing.assert_allclose(again.alpha_, model.alpha_, atol=1e-10)
+    # the new rows' sums are those of their projections on the curve before the step
+    from bigdr.core.curves import centres, curve_sums, latent_grid, project
+
+    c, grid = centres(15), latent_grid(150, 1)
+    xi, sq, K = project(second - model.mean_, before, c, model.width_, grid)
+    expected = curve_sums(second - model.mean_, xi, c, model.width_, float(sq.sum()), K)
+    np.testing.assert_allclose(model.gram_, gram + expected.gram, rtol=1e-10)
+    np.testing.assert_allclose(model.cross_, cross + expected.cross, rtol=1e-10, atol=1e-10)
+    whole = PrincipalCurve(**settings).fit(noisy_circle)
+    z = np.linspace(0, 1, 1000)
+    a, b = model.inverse_transform(z), whole.inverse_transform(z)
+    gap = np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2))
+    assert max(gap.min(axis=0).max(), gap.min(axis=1).max()) < 0.05  # near the curve of all rows
+    assert PrincipalCurve(**settings).partial_fit(first).n_samples_seen_ == 750  # unfitted: fit
