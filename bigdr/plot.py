@@ -366,7 +366,7 @@ def structure(
     two passes, out of core, any number of rows) in two coordinates: the
     ``columns`` of ``X``, or the projection ``X @ basis`` on a ``p x 2``
     ``basis`` (for data of more than two dimensions). Over it: the curve
-    ``f(z)`` for z across [0, 1] (:class:`~bigdr.PrincipalCurve`), the
+    ``f(z)`` for z across the latent range the rows use (:class:`~bigdr.PrincipalCurve`), the
     manifold's latent grid lines (:class:`~bigdr.PrincipalManifold`), or
     the ridge points (:class:`~bigdr.RidgeEstimator`), in the same coordinates.
     """
@@ -403,8 +403,9 @@ def structure(
     if isinstance(model, RidgeEstimator):
         R = model.ridge_points_ @ B
         ax.scatter(R[:, 0], R[:, 1], s=1.5, color="C3", label=f"{len(R):,} ridge points", linewidths=0)
-    elif model.n_components_ == 1:
-        F = model.inverse_transform(np.linspace(0, 1, 2000)) @ B
+    elif model.n_components_ == 1:  # over the latent range the rows use: beyond it the curve is extrapolated
+        low, high = np.asarray(getattr(model, "latent_range_", [[0.0], [1.0]]), dtype=np.float64)[:, 0]
+        F = model.inverse_transform(np.linspace(low, high, 2000)) @ B
         ax.plot(F[:, 0], F[:, 1], color="C3", lw=1.5, label="principal curve")
     else:
         t, u = np.linspace(0, 1, 300), np.linspace(0, 1, 11)

@@ -24,6 +24,7 @@ from .core.curves import (
     CurveSums,
     centres,
     curve_sums,
+    empty_sums,
     kernel,
     latent_grid,
     merge_curve_sums,
@@ -52,7 +53,7 @@ def _centred_pieces(block: np.ndarray, mean: np.ndarray):
 
 
 def _initial_sums(block: np.ndarray, mean: np.ndarray, directions: np.ndarray, span: np.ndarray, c, width) -> Any:
-    total = CurveSums(0, np.zeros((len(c), len(c))), np.zeros((len(c), len(mean))), 0.0)
+    total = empty_sums(len(c), len(mean), c.shape[1])
     for X in _centred_pieces(block, mean):
         xi = np.clip((X @ directions - span[0]) / (span[1] - span[0]), 0.0, 1.0)
         total = merge_curve_sums(total, curve_sums(X, xi, c, width, 0.0))
@@ -60,7 +61,7 @@ def _initial_sums(block: np.ndarray, mean: np.ndarray, directions: np.ndarray, s
 
 
 def _iteration_sums(block: np.ndarray, mean: np.ndarray, alpha: np.ndarray, c, width, grid) -> Any:
-    total = CurveSums(0, np.zeros((len(c), len(c))), np.zeros((len(c), len(mean))), 0.0)
+    total = empty_sums(len(c), len(mean), c.shape[1])
     for X in _centred_pieces(block, mean):
         xi, sq, K = project(X, alpha, c, width, grid)
         total = merge_curve_sums(total, curve_sums(X, xi, c, width, float(sq.sum()), K))
@@ -156,6 +157,9 @@ class PrincipalCurve(BigdrEstimator):
         The sums ``K_xi^T K_xi`` and ``K_xi^T (X - mean)`` of the last pass (what :meth:`partial_fit` adds to).
     residual_sum_ : float
     n_samples_seen_ : int
+    latent_range_ : ndarray (2, d)
+        The smallest and largest latent coordinates of the rows at the last pass (the part of the
+        curve the data use; beyond it the curve is extrapolated).
 
     References
     ----------
@@ -257,6 +261,7 @@ class PrincipalCurve(BigdrEstimator):
                 break
         converged = _settled(objective, self.tol)
         self.gram_, self.cross_, self.residual_sum_ = sums.gram, sums.cross, float(sums.residual)
+        self.latent_range_ = np.stack([sums.low, sums.high])
         self.n_samples_seen_ = int(n)
         self.alpha_ = alpha
         self.mean_ = mean
@@ -292,11 +297,13 @@ class PrincipalCurve(BigdrEstimator):
         step = functools.partial(_iteration_sums, c=c, width=width, grid=grid)
         shared = (dask.delayed(self.mean_), dask.delayed(self.alpha_))
         (new,) = compute(tree_reduce(Xd, step, merge_curve_sums, shared=shared))
-        total = merge_curve_sums(CurveSums(self.n_samples_seen_, self.gram_, self.cross_, self.residual_sum_), new)
+        kept = CurveSums(self.n_samples_seen_, self.gram_, self.cross_, self.residual_sum_, *self.latent_range_)
+        total = merge_curve_sums(kept, new)
         lam = float(self.reg)
         self.objective_ = [*self.objective_, total.residual / total.n + 0.5 * lam * penalty(self.alpha_, c, width)]
         self.alpha_ = solve_alpha(total, c, width, lam)
         self.gram_, self.cross_, self.residual_sum_ = total.gram, total.cross, float(total.residual)
+        self.latent_range_ = np.stack([total.low, total.high])
         self.n_samples_seen_ = int(total.n)
         self.n_iter_ += 1
         return self

@@ -75,6 +75,8 @@ def test_fits_a_noisy_curve_and_places_rows_on_it(noisy_circle):
     assert np.median(gap) < 0.02  # the fitted curve lies on the true one, well inside the noise (0.05 per axis)
     Z, D = model.transform(X), model.distances(X)
     assert Z.shape == (len(X), 1) and (0 <= Z).all() and (Z <= 1).all()
+    low, high = model.latent_range_[:, 0]  # the rows' range at the last pass, near that of the final curve
+    assert 0 <= low < 0.05 and 0.95 < high <= 1 and abs(low - Z.min()) < 0.02 and abs(high - Z.max()) < 0.02
     np.testing.assert_allclose(np.linalg.norm(X - model.inverse_transform(Z), axis=1), D, atol=1e-10)
     lazy = model.transform(da.from_array(X, chunks=300))
     assert isinstance(lazy, da.Array)

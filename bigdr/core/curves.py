@@ -47,10 +47,31 @@ class CurveSums(NamedTuple):
     gram: np.ndarray  # (M, M): sum K_xi^T K_xi
     cross: np.ndarray  # (M, p): sum K_xi^T x
     residual: float  # sum |x_i - f(xi_i)|^2 at the projections
+    low: np.ndarray  # (d,): the smallest latent coordinate of the rows, per axis
+    high: np.ndarray  # (d,): the largest
 
 
 def merge_curve_sums(a: CurveSums, b: CurveSums) -> CurveSums:
-    return CurveSums(a.n + b.n, a.gram + b.gram, a.cross + b.cross, a.residual + b.residual)
+    return CurveSums(
+        a.n + b.n,
+        a.gram + b.gram,
+        a.cross + b.cross,
+        a.residual + b.residual,
+        np.minimum(a.low, b.low),
+        np.maximum(a.high, b.high),
+    )
+
+
+def empty_sums(n_centres: int, n_features: int, dim: int) -> CurveSums:
+    """The sums of no rows (the start of a merge)."""
+    return CurveSums(
+        0,
+        np.zeros((n_centres, n_centres)),
+        np.zeros((n_centres, n_features)),
+        0.0,
+        np.full(dim, np.inf),
+        np.full(dim, -np.inf),
+    )
 
 
 def centres(n_centres: int, dim: int = 1) -> np.ndarray:
@@ -211,7 +232,10 @@ def curve_sums(
 ) -> CurveSums:
     """The alpha-step's sums over the rows ``X`` with latent coordinates ``xi`` (``K`` = ``k(xi, c)`` if known)."""
     K = kernel(xi, c, width) if K is None else K
-    return CurveSums(len(X), K.T @ K, K.T @ X, float(residual))
+    z = np.asarray(xi, dtype=float).reshape(len(X), -1)
+    low = z.min(axis=0) if len(z) else np.full(z.shape[1], np.inf)
+    high = z.max(axis=0) if len(z) else np.full(z.shape[1], -np.inf)
+    return CurveSums(len(X), K.T @ K, K.T @ X, float(residual), low, high)
 
 
 def solve_alpha(sums: CurveSums, c: np.ndarray, width: float, lam: float) -> np.ndarray:
