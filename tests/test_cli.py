@@ -390,9 +390,9 @@ def test_kernel_pca_through_the_cli(spiked_store, tmp_path, capsys):
 
 def test_ridges_and_principal_curves_through_the_cli(tmp_path, capsys):
     data = tmp_path / "fil.zarr"
-    assert main(["generate", "filaments", str(data), "-n", "6000", "--seed", "1"]) == 0
+    assert main(["generate", "filaments", str(data), "-n", "3000", "--seed", "1"]) == 0
     out, model = tmp_path / "r.zarr", tmp_path / "r-model"
-    argv = ["fit-transform", str(data), str(out), "--dataset", "X", "--method", "ridge", "--n-queries", "400"]
+    argv = ["fit-transform", str(data), str(out), "--dataset", "X", "--method", "ridge", "--n-queries", "300"]
     png = tmp_path / "ridge.png"
     assert main(argv + ["--bandwidth", "0.05", "--save-model", str(model), "--structure", str(png)]) == 0
     assert "RidgeEstimator: " in capsys.readouterr().out and png.stat().st_size > 10_000
@@ -409,7 +409,7 @@ def test_ridges_and_principal_curves_through_the_cli(tmp_path, capsys):
     assert not (tmp_path / "p.zarr").exists()
     X = zarr.open(str(data), mode="r")["X"][:]
     ridge = bigdr.load(str(model))
-    assert ridge.bandwidth_ == 0.05 and zarr.open(str(out), mode="r").shape == (6000, 3)
+    assert ridge.bandwidth_ == 0.05 and zarr.open(str(out), mode="r").shape == (3000, 3)
     np.testing.assert_allclose(zarr.open(str(out), mode="r")[:100], ridge.transform(X[:100]))
     refused = tmp_path / "no.zarr"
     assert main(["fit-transform", str(data), str(refused), "--dataset", "X", "--method", "ridge", "-k", "2"]) == 2
@@ -419,5 +419,5 @@ def test_ridges_and_principal_curves_through_the_cli(tmp_path, capsys):
         assert (
             main(["fit-transform", str(data), str(emb), "--dataset", "X", "--method", method, "--n-centres", "6"]) == 0
         )
-        assert zarr.open(str(emb), mode="r").shape == (6000, width)
+        assert zarr.open(str(emb), mode="r").shape == (3000, width)
     capsys.readouterr()

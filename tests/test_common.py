@@ -34,6 +34,14 @@ EXPECTED_FAILURES = {
 }
 
 
+#: Settings that keep the battery quick (the methods' own tests run them in full).
+QUICK = {
+    "PrincipalCurve": {"max_iter": 5},
+    "PrincipalManifold": {"max_iter": 3},
+    "RidgeEstimator": {"n_queries": 200},
+}
+
+
 def checking_instance(cls):
     """The estimator with parameters fit for scikit-learn's tiny check data (10-30 rows)."""
     params = {}
@@ -44,7 +52,7 @@ def checking_instance(cls):
         params["on_disconnected"] = "join"  # two tight blobs: a disconnected 5-NN graph
     if cls.__name__.endswith("RandomProjection"):
         params["n_components"] = 2  # "auto" asks thousands of dimensions for eps=0.1
-    return cls(**params)
+    return cls(**{**params, **QUICK.get(cls.__name__, {})})
 
 
 @parametrize_with_checks(
@@ -64,14 +72,6 @@ def data():
     X, _ = make_swiss_roll(600, noise=0.05, seed=3)
     rng = np.random.default_rng(0)
     return np.hstack([X.compute(), 0.05 * rng.standard_normal((600, 2))])
-
-
-#: Settings that keep the battery quick (the methods' own tests run them in full).
-QUICK = {
-    "PrincipalCurve": {"max_iter": 5},
-    "PrincipalManifold": {"max_iter": 3},
-    "RidgeEstimator": {"n_queries": 200},
-}
 
 
 def make(cls, **extra):

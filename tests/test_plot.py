@@ -151,14 +151,18 @@ def test_biplot_from_the_command_line_and_its_refusals(factors, tmp_path, capsys
 @pytest.mark.parametrize("which", ["PrincipalCurve", "PrincipalManifold", "RidgeEstimator"])
 def test_structure_draws_the_density_and_the_fitted_curve_or_ridge(which, tmp_path):
     rng = np.random.default_rng(2)
-    t = rng.uniform(0, 1.5 * np.pi, 20_000)
-    X = np.column_stack([np.cos(t), np.sin(t), 0.3 * rng.standard_normal(20_000)])
+    t = rng.uniform(0, 1.5 * np.pi, 6_000)
+    X = np.column_stack([np.cos(t), np.sin(t), 0.3 * rng.standard_normal(6_000)])
     X += 0.05 * rng.standard_normal(X.shape)
-    settings = {"RidgeEstimator": {"n_queries": 1000}, "PrincipalManifold": {"n_centres": 6, "max_iter": 5}}
+    settings = {
+        "RidgeEstimator": {"n_queries": 1000},
+        "PrincipalManifold": {"n_centres": 6, "max_iter": 5},
+        "PrincipalCurve": {"max_iter": 20},
+    }
     model = getattr(bigdr, which)(**settings.get(which, {})).fit(X)
     red = np.array([0.839, 0.153, 0.157])  # matplotlib's C3: the curve, grid lines or ridge points
     for kwargs in ({}, {"basis": np.eye(3)[:, :2]}):
-        png = bigdr.plot.structure(model, da.from_array(X, chunks=5000), tmp_path / "s.png", **kwargs)
+        png = bigdr.plot.structure(model, da.from_array(X, chunks=2000), tmp_path / "s.png", **kwargs)
         px = _colours(png)
         assert (px.min(axis=1) < 0.9).mean() > 0.05  # the density of the rows
         assert (np.abs(px - red).max(axis=1) < 0.08).sum() > 300
