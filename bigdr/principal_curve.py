@@ -46,10 +46,8 @@ CHUNK_BYTES = 32 * 2**20
 
 def _centred_pieces(block: np.ndarray, mean: np.ndarray):
     """The block's rows, centred in float64, ``PIECE_ROWS`` at a time (memory independent of the block)."""
-    from .core import curves
-
-    for s in range(0, len(block), curves.PIECE_ROWS):
-        yield np.asarray(block[s : s + curves.PIECE_ROWS], dtype=np.float64) - mean
+    for s in range(0, len(block), PIECE_ROWS):
+        yield np.asarray(block[s : s + PIECE_ROWS], dtype=np.float64) - mean
 
 
 def _initial_sums(block: np.ndarray, mean: np.ndarray, directions: np.ndarray, span: np.ndarray, c, width) -> Any:

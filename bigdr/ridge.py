@@ -272,9 +272,10 @@ class RidgeEstimator(BigdrEstimator):
         h = silverman_bandwidth(support.std(axis=0), m) if isinstance(self.bandwidth, str) else float(self.bandwidth)
         if h <= 0:
             raise ValueError("The support has a constant coordinate, so bandwidth='auto' is 0; give a bandwidth.")
-        cut = None if self.truncate is None else TRUNCATE if self.truncate == "auto" else float(self.truncate)
-        if self.truncate == "auto" and m <= DENSE_SUPPORT:
-            cut = None
+        if self.truncate == "auto":
+            cut = None if m <= DENSE_SUPPORT else TRUNCATE
+        else:
+            cut = None if self.truncate is None else float(self.truncate)
         model = _Density(support, h, int(self.dim), cut)
         if queries is None:
             rng = as_generator(seed)
@@ -342,12 +343,12 @@ class RidgeEstimator(BigdrEstimator):
         return self._projected(X)[:, : self.n_features_in_]
 
     def transform(self, X: Any) -> np.ndarray | da.Array:
-        """Each row moved onto the ridge by SCMS (n x n_features), blockwise."""
+        """Each row's point on the ridge (n x n_features), blockwise: the nearest ridge point, or SCMS from the row."""
         self._check_fitted()
         return like_input(X, self._lazy_embedding(X))
 
     def distances(self, X: Any) -> np.ndarray | da.Array:
-        """How far each row moved to reach the ridge, blockwise."""
+        """Each row's distance to its point on the ridge, blockwise."""
         self._check_fitted()
         return like_input(X, self._projected(X)[:, self.n_features_in_])
 
@@ -403,8 +404,6 @@ def ridge_stability(
     al. (2015) estimate the same variability by the bootstrap; two halves
     cost two fits per bandwidth.
     """
-    from scipy.spatial import cKDTree
-
     x = np.asarray(compute(as_array(X, name="X", min_rows=8))[0], dtype=np.float64)
     rng = as_generator(random_state)
     order = rng.permutation(len(x))
@@ -416,7 +415,8 @@ def ridge_stability(
         a, b = (
             RidgeEstimator(bandwidth=float(h), **params).fit(half, queries=queries).ridge_points_ for half in halves
         )
-        ab, ba = cKDTree(b).query(a)[0], cKDTree(a).query(b)[0]
+        ab = NeighborIndex(method="kdtree").fit(b).query_block(a, 1)[1][:, 0]
+        ba = NeighborIndex(method="kdtree").fit(a).query_block(b, 1)[1][:, 0]
         instability.append(0.5 * (ab.mean() + ba.mean()))
         kept.append(len(a) + len(b))
     return RidgeStability(hs, np.array(instability), np.array(kept))

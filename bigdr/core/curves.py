@@ -219,12 +219,10 @@ def _newton_step(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:
 
 
 def _gauss_newton_step(J: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """``(J^T J)^+ J^T r`` per row: no step where ``f'`` vanishes (J: (b, p, d), r: (b, p))."""
-    if J.shape[2] == 1:  # the same formula, without a batch of 1 x 1 pseudo-inverses
-        j = J[:, :, 0]
-        denom = np.einsum("ij,ij->i", j, j)
-        return np.where(denom > 0, np.einsum("ij,ij->i", j, r) / np.maximum(denom, np.finfo(float).tiny), 0.0)[:, None]
-    return np.einsum("bde,bpe,bp->bd", np.linalg.pinv(np.einsum("bpd,bpe->bde", J, J)), J, r)
+    """``J.r / |J|^2`` per row for a curve (J: (b, p, 1), r: (b, p)); no step where ``f'`` vanishes."""
+    j = J[:, :, 0]
+    denom = np.einsum("ij,ij->i", j, j)
+    return np.where(denom > 0, np.einsum("ij,ij->i", j, r) / np.maximum(denom, np.finfo(float).tiny), 0.0)[:, None]
 
 
 def curve_sums(

@@ -179,8 +179,8 @@ def silverman_bandwidth(std: np.ndarray, n: int) -> float:
     """``h = (4 / (p + 2))^(1 / (p + 4)) n^(-1 / (p + 4)) min_k sigma_k``: the normal-reference rule.
 
     Silverman's rule of thumb with the smallest coordinate standard
-    deviation, as Chen et al. (2015) use for ridges (their ``A_0 = 1``
-    with the normal-reference constant).
+    deviation; Chen et al. (2015) choose ridge bandwidths with the same
+    dependence on ``n`` and the smallest standard deviation.
     """
     p = len(std)
     return float((4.0 / (p + 2.0)) ** (1.0 / (p + 4.0)) * n ** (-1.0 / (p + 4.0)) * np.min(std))
