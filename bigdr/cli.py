@@ -8,7 +8,6 @@ and exit status 2, never a traceback, and leaves no output behind.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from ._version import __version__
 from .cliargs import METHOD_OPTIONS, USER_ERRORS, build_parser, cli_words, user_message
+from .cliinfo import cmd_info, read_key
 from .methods import METHODS, make_estimator
 
 
@@ -60,18 +60,6 @@ def _input_file(input_path) -> str:
     import re
 
     return re.sub(r"(?i)(\.(h5|hdf5|hdf)):.*$", r"\1", str(input_path))
-
-
-def _read_key(path: str | None) -> bytes | None:
-    if path is None:
-        return None
-    try:
-        key = Path(path).read_bytes().strip()
-    except OSError as exc:
-        raise ValueError(f"cannot read the key file {path}: {exc.strerror}") from None
-    if len(key) < 16:
-        raise ValueError(f"The key in {path} is shorter than 16 bytes; use a long random key.")
-    return key
 
 
 #: ``-k`` when not given, for the methods that have ``n_components`` (the others are left without it).
@@ -222,7 +210,7 @@ def _cmd_fit_transform(args) -> int:
         method=args.method,
         dataset=args.dataset,
         save_model=args.save_model,
-        model_key=_read_key(args.model_key_file),
+        model_key=read_key(args.model_key_file),
         scree=args.scree,
         biplot=args.biplot,
         structure=args.structure,
@@ -262,7 +250,7 @@ def _cmd_fit_transform(args) -> int:
 def _load_model(path: str, key_file: str | None):
     from .persist import load
 
-    return load(path, key=_read_key(key_file))
+    return load(path, key=read_key(key_file))
 
 
 def _print_drift(model, n_rows: int, beyond) -> None:
@@ -308,7 +296,7 @@ def _cmd_update(args) -> int:
     from .io.model import stage_model
     from .io.outputs import publish, remove
 
-    key = _read_key(args.model_key_file)
+    key = read_key(args.model_key_file)
     model = _load_model(args.model, args.model_key_file)
     inputs = [_input_file(args.new_rows), args.model]
     if args.embedding:
@@ -356,80 +344,6 @@ def _cmd_update(args) -> int:
     else:
         _print_drift(model, X.shape[0], also["beyond"] if also else None)
     return 0
-
-
-def _describe_array(name: str, a) -> str:
-    return f"{name}: shape {tuple(a.shape)}, dtype {a.dtype}, chunks {tuple(a.chunks) if a.chunks else None}"
-
-
-def _cmd_info(args) -> int:
-    path = args.path
-    lower = path.lower()
-    if lower.endswith(".npy"):
-        import numpy as np
-
-        a = np.load(path, mmap_mode="r", allow_pickle=False)
-        print(f"{path}: npy, shape {a.shape}, dtype {a.dtype}")
-        return 0
-    if lower.endswith((".h5", ".hdf5")) or ".h5:" in lower:
-        import h5py
-
-        with h5py.File(path.split(":")[0], "r") as fh:
-            fh.visititems(lambda n, o: print(_describe_array(n, o)) if isinstance(o, h5py.Dataset) else None)
-        return 0
-    import zarr
-
-    if not os.path.exists(path) and "://" not in path:
-        raise FileNotFoundError(f"No such store or file: {path!r}")
-    try:
-        node = zarr.open(path, mode="r")
-    except Exception as exc:
-        raise ValueError(f"{path!r} is not a zarr store, .npy or HDF5 file ({exc}).") from exc
-    attrs = dict(node.attrs)
-    if attrs.get("format") == "bigdr-model":
-        from .persist import load
-
-        key = _read_key(args.model_key_file)
-        model = load(path, key=key)
-        signed = "signature checked" if key else ("signed" if "hmac_sha256" in attrs else "unsigned")
-        print(
-            f"{path}: bigdr model {attrs['class']} (format {attrs['format_version']}, bigdr {attrs['bigdr_version']}, "
-            f"{signed})"
-        )
-        print(f"  params: {json.dumps(attrs['params'])}")
-        for name in ("n_components_", "n_features_in_", "n_samples_seen_", "svd_solver_", "mode_"):
-            if hasattr(model, name):
-                print(f"  {name} = {getattr(model, name)}")
-        if hasattr(model, "reference_rows_"):
-            print(f"  reference rows: {len(model.reference_rows_)} (cap {getattr(model, 'reference_cap_', None)})")
-        if hasattr(model, "explained_variance_ratio_"):
-            print(f"  explained_variance_ratio_ = {[round(float(v), 4) for v in model.explained_variance_ratio_]}")
-        _print_history(model)
-        return 0
-    fmt = node.metadata.zarr_format
-    if isinstance(node, zarr.Array):
-        print(f"{path}: zarr v{fmt} array")
-        print("  " + _describe_array("array", node))
-    else:
-        print(f"{path}: zarr v{fmt} group")
-        for name in sorted(node.array_keys()):
-            print("  " + _describe_array(name, node[name]))
-    if attrs:
-        print(f"  attributes: {json.dumps(attrs, default=str)}")
-    return 0
-
-
-def _print_history(model) -> None:
-    from .core.drift import describe_drift
-
-    history = getattr(model, "drift_history_", None) or []
-    if history:
-        flagged = sum(r["refit_advised"] for r in history)
-        print(f"  updates: {len(history)} recorded, {flagged} with refit advised; the last:")
-        for r in history[-5:]:
-            print(f"    {r['time']}: {describe_drift(r)}")
-    elif hasattr(model, "drift_"):
-        print("  last drift measured: " + describe_drift(model.drift_))
 
 
 def _cmd_demo(args) -> int:
@@ -511,7 +425,7 @@ COMMANDS = {
     "fit-transform": _cmd_fit_transform,
     "transform": _cmd_transform,
     "update": _cmd_update,
-    "info": _cmd_info,
+    "info": cmd_info,
     "demo": _cmd_demo,
 }
 
@@ -592,5 +506,21 @@ def _resume_hint(args) -> str:
     )
 
 
+def run() -> None:
+    """The console entry point: :func:`main`, then exit; after an interrupt, at once.
+
+    After Ctrl-C, dask's worker threads may still be finishing blocks, or be
+    stuck on a lock the interrupted main thread held; waiting for them at
+    interpreter exit once hung a process for over a minute. Blocks already
+    staged are safe for ``--resume`` (a hard kill leaves the same state).
+    """
+    code = main()
+    if code == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

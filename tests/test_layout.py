@@ -47,6 +47,7 @@ LAYERS = {
     "bigdr.methods": 7,
     "bigdr.cli": 7,
     "bigdr.cliargs": 7,
+    "bigdr.cliinfo": 7,
     "bigdr.plot": 7,
     "bigdr.datasets": 7,
     "bigdr": 8,
