@@ -76,8 +76,8 @@ class FactorAnalysis(BigdrEstimator):
         a factor adds ``s_j - 1`` to the white noise's 1, and eigenvalues of
         white noise reach at most about ``whitened_edge_`` (the scree plot).
     whitened_edge_ : float
-        The 99th percentile of the largest eigenvalue of white noise for this
-        n and p (:func:`bigdr.core.spectrum.white_noise_edge`).
+        The 99.9th percentile of the largest eigenvalue of white noise for
+        this n and p (:func:`bigdr.core.spectrum.white_noise_edge`).
 
     References
     ----------

@@ -140,7 +140,7 @@ class PCA(BigdrEstimator):
     feature_noise_variance_, whitened_spectrum_, whitened_edge_
         With ``n_components="mp-whitened"``: each feature's noise variance
         (factor analysis), the eigenvalues of the covariance whitened by it,
-        and the edge they are counted against (the 99th percentile of the
+        and the edge they are counted against (the 99.9th percentile of the
         largest eigenvalue of white noise, about ``(1 + sqrt(p/n))^2``).
     spectrum_ : ndarray
         Variances of all ``min(n, p)`` components (only the leading ones for

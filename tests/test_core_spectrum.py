@@ -11,6 +11,7 @@ from bigdr.core.spectrum import (
     n_components_for_fraction,
     n_components_mp,
     n_components_whitened,
+    tracy_widom_quantile,
     white_noise_edge,
 )
 
@@ -103,10 +104,21 @@ def test_no_spike_gives_zero_and_low_rank_data_give_their_rank():
     assert n_components_whitened(S, 2000)[0] == 10
 
 
-def test_white_noise_edge_is_exceeded_about_one_time_in_a_hundred():
+def test_tracy_widom_quantiles_match_johnstones_table():
+    # Johnstone (2001), table 1: the 90th, 95th and 99th percentiles of TW_1.
+    for level, value in ((0.90, 0.4501), (0.95, 0.9793), (0.99, 2.0234)):
+        assert tracy_widom_quantile(level) == pytest.approx(value, abs=1e-4)
+    assert 3.25 < tracy_widom_quantile(0.999) < 3.30
+    with pytest.raises(ValueError, match="level"):
+        tracy_widom_quantile(1.0)
+
+
+def test_white_noise_edge_is_exceeded_about_as_often_as_its_level_says():
     rng = np.random.default_rng(1)
     n, p = 1000, 40
-    top = [np.linalg.eigvalsh(np.cov(rng.standard_normal((n, p)).T, bias=True))[-1] for _ in range(400)]
-    share = np.mean(np.asarray(top) > white_noise_edge(n, p))
-    assert share <= 0.03  # 4 expected of 400
-    assert np.mean(np.asarray(top) > marchenko_pastur_edges(p / n)[1]) > share  # the bare edge is passed more often
+    top = np.asarray([np.linalg.eigvalsh(np.cov(rng.standard_normal((n, p)).T, bias=True))[-1] for _ in range(400)])
+    at_99 = np.mean(top > white_noise_edge(n, p, level=0.99))
+    assert at_99 <= 0.03  # 4 expected of 400
+    assert np.mean(top > white_noise_edge(n, p)) <= at_99  # the default level (99.9%) is passed less often
+    assert white_noise_edge(n, p) > white_noise_edge(n, p, level=0.99)
+    assert np.mean(top > marchenko_pastur_edges(p / n)[1]) > at_99  # the bare edge is passed more often

@@ -23,6 +23,15 @@ Johnstone, I. M. (2001). On the distribution of the largest eigenvalue in
 principal components analysis. Annals of Statistics 29(2), 295-327.
 doi:10.1214/aos/1009210544
 
+Ferrari, P. L. & Spohn, H. (2005). A determinantal formula for the GOE
+Tracy-Widom distribution. J. Phys. A 38(33), L557-L561.
+
+Bornemann, F. (2010). On the numerical evaluation of Fredholm determinants.
+Mathematics of Computation 79(270), 871-915.
+
+Paul, D. (2007). Asymptotics of sample eigenstructure for a large dimensional
+spiked covariance model. Statistica Sinica 17(4), 1617-1642.
+
 Gavish, M. & Donoho, D. L. (2014). The optimal hard threshold for singular
 values is 4/sqrt(3). IEEE Trans. Information Theory 60(8), 5040-5053.
 doi:10.1109/TIT.2014.2323359
@@ -33,7 +42,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from scipy import integrate, optimize
+from scipy import integrate, optimize, special
 
 
 def marchenko_pastur_edges(gamma: float, sigma2: float = 1.0) -> tuple[float, float]:
@@ -157,30 +166,53 @@ def n_components_for_fraction(explained_variance_ratio: np.ndarray, fraction: fl
     return min(k, len(explained_variance_ratio))
 
 
-#: The 99th percentile of the Tracy-Widom law of order 1 (Tracy & Widom 1996; Johnstone 2001, table 1).
-TRACY_WIDOM_99 = 2.0234
+#: The level of the edge the whitened rule counts against: white noise passes it one time in a thousand.
+RANK_LEVEL = 0.999
 
 
-def white_noise_edge(n_samples: int, n_features: int) -> float:
-    """The 99th percentile of the largest eigenvalue of the (biased) covariance of white noise of variance 1.
+@functools.lru_cache(maxsize=16)
+def tracy_widom_quantile(level: float) -> float:
+    """The ``level`` quantile of the Tracy-Widom law of order 1 (the largest eigenvalue of real white noise).
+
+    ``F_1(s) = det(I - B_s)`` on ``L^2(0, inf)`` with ``B_s(x, y) = Ai(s + (x + y) / 2) / 2``
+    (Ferrari & Spohn 2005), the determinant by Gauss-Legendre quadrature on
+    ``[0, 16]`` (Bornemann 2010; Ai is below 1e-20 past 16), then solved
+    for ``F_1(s) = level``. It reproduces Johnstone's (2001) table: 0.4501,
+    0.9793 and 2.0234 at 0.90, 0.95 and 0.99; 3.2722 at 0.999.
+    """
+    if not 0.5 <= level < 1.0:
+        raise ValueError(f"level must be in [0.5, 1); got {level}.")
+    x, w = np.polynomial.legendre.leggauss(80)
+    x, w = 8.0 * (x + 1.0), 8.0 * w
+    root = np.sqrt(w)
+
+    def cdf(s: float) -> float:
+        B = 0.5 * special.airy(s + 0.5 * (x[:, None] + x[None, :]))[0]
+        return float(np.linalg.det(np.eye(len(x)) - root[:, None] * B * root[None, :]))
+
+    return float(optimize.brentq(lambda s: cdf(s) - level, -4.0, 10.0, xtol=1e-10))
+
+
+def white_noise_edge(n_samples: int, n_features: int, level: float = RANK_LEVEL) -> float:
+    """The ``level`` quantile of the largest eigenvalue of the (biased) covariance of white noise of variance 1.
 
     Johnstone (2001): for n rows of p independent N(0, 1) features the largest
     eigenvalue of ``X^T X`` is about ``mu + s W`` with ``W`` Tracy-Widom of
     order 1, ``mu = (sqrt(n - 1) + sqrt(p))^2`` and ``s = (sqrt(n - 1) +
     sqrt(p)) (1/sqrt(n - 1) + 1/sqrt(p))^(1/3)``. The bare edge ``(1 +
     sqrt(p/n))^2`` is about ``mu / n``, which the largest noise eigenvalue
-    exceeds about one time in six; this edge, one time in a hundred (so a
-    rule counting eigenvalues above it adds a spurious component to about
-    one data set in a hundred; with the 95th percentile, one in twenty).
+    exceeds about one time in six; this edge, a fraction ``1 - level`` of
+    the time (so a rule counting eigenvalues above it adds a spurious
+    component to about one data set in a thousand at the default level).
     """
     a, b = np.sqrt(n_samples - 1.0), np.sqrt(float(n_features))
     mu = (a + b) ** 2
     scale = (a + b) * (1.0 / a + 1.0 / b) ** (1.0 / 3.0)
-    return float((mu + TRACY_WIDOM_99 * scale) / n_samples)
+    return float((mu + tracy_widom_quantile(level) * scale) / n_samples)
 
 
 def n_components_whitened(
-    S: np.ndarray, n_samples: int, max_rounds: int = 10
+    S: np.ndarray, n_samples: int, max_rounds: int = 10, level: float = RANK_LEVEL
 ) -> tuple[int, np.ndarray, np.ndarray, float]:
     """Number of components by the Marchenko–Pastur edge after whitening each feature's noise.
 
@@ -190,16 +222,20 @@ def n_components_whitened(
     200 features whose noise standard deviation runs from 0.5 to 1.0). The
     factor-analysis model ``Cov x = W^T W + Psi`` says what to do: in
     ``Psi^-1/2 S Psi^-1/2`` the noise is white with variance 1, so its
-    eigenvalues above the largest a white-noise covariance reaches (the 99th
-    percentile of its Tracy-Widom law, :func:`white_noise_edge`) are the
-    components. ``Psi`` is
+    eigenvalues above the largest a white-noise covariance reaches (the
+    99.9th percentile of its Tracy-Widom law, :func:`white_noise_edge`) are
+    the components. The level trades a spurious component on about one data
+    set in a thousand against spikes within twice the detection threshold,
+    whose sample directions are poorly estimated anyway: the squared cosine
+    to the true direction is ``(1 - gamma / beta^2) / (1 + gamma / beta)``
+    (Paul 2007), 0.71 at twice the threshold ``beta = sqrt(gamma)``. ``Psi`` is
     not known and depends on ``k``: starting from the column variances, the
     count and a maximum-likelihood fit of ``Psi`` with that many factors
     (:func:`bigdr.core.factor.fit_factors`) alternate until the count
     repeats (at most ``max_rounds``).
 
-    ``S``: the biased sample covariance (p x p) of ``n_samples`` rows.
-    Returns ``(k, psi, whitened_eigenvalues, edge)``. Data of low numerical
+    ``S``: the biased sample covariance (p x p) of ``n_samples`` rows;
+    ``level``: that of the edge (:data:`RANK_LEVEL`). Returns ``(k, psi, whitened_eigenvalues, edge)``. Data of low numerical
     rank (no noise bulk) give their numerical rank, as :func:`n_components_mp`.
     """
     from .factor import fit_factors
@@ -210,7 +246,7 @@ def n_components_whitened(
     psi = np.maximum(variance, floor)
     values = np.linalg.eigvalsh(S)[::-1]
     rank = numerical_rank(values, n_samples, p)
-    edge = white_noise_edge(n_samples, p)
+    edge = white_noise_edge(n_samples, p, level)
     if rank <= min(n_samples, p) // 2:
         return rank, psi, values, edge
     k = -1
