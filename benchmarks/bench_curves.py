@@ -17,6 +17,7 @@ Usage: python benchmarks/bench_curves.py [growth|scale|figure|all]
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -93,8 +94,10 @@ def child(args):
         model = PrincipalCurve(20, max_iter=ITERATIONS, tol=0.0)
     with PeakRSS() as rss:
         times, model = timed(lambda: model.fit(str(path)))
+    rounds = iteration_rounds(model, path) if case == "fit" else []
     sample = bigdr.as_array(str(path))[:200_000].compute().astype(np.float64)
     return {
+        "rounds": rounds,
         "case": case,
         "rows": n,
         "seconds": times[0],
@@ -106,6 +109,29 @@ def child(args):
         "distance": distance_to(model, sample, spiral),
         "objective": model.objective_,
     }
+
+
+def iteration_rounds(model, path, rounds: int = 3) -> list[dict]:
+    """One iteration's pass (projections and sums of every row, as ``fit`` runs it) beside a read, per round."""
+    import dask
+
+    import bigdr
+    from bigdr._compute import compute
+    from bigdr.core.curves import merge_curve_sums
+    from bigdr.io import chunk_budget
+    from bigdr.principal_curve import CHUNK_BYTES, _iteration_sums
+    from bigdr.reduce import tree_reduce
+
+    c, width, grid = model._settings()
+    X = bigdr.as_array(str(path), check_finite=False, chunk_bytes=chunk_budget(CHUNK_BYTES))
+    step = functools.partial(_iteration_sums, c=c, width=width, grid=grid)
+    shared = (dask.delayed(model.mean_), dask.delayed(model.alpha_))
+    out = []
+    for _ in range(rounds):
+        read = timed(lambda: read_pass(path))[0][0]
+        iteration = timed(lambda: compute(tree_reduce(X, step, merge_curve_sums, shared=shared)))[0][0]
+        out.append({"read": read, "iteration": iteration, "ratio": iteration / read})
+    return out
 
 
 def run_growth():
@@ -174,6 +200,18 @@ def run_scale():
             f"| {fit['rows']:,} | {read['seconds']:.1f} | {fit['seconds']:.1f} | {fit['passes']} | {per:.1f} | "
             f"{per / read['seconds']:.1f} | {fit['peak_rss_mib']:.0f} | {fit['distance']:.4f} |"
         )
+    lines += [
+        "",
+        "## One iteration's pass against a read, in the same process (after the fit above)\n",
+        "The pass every iteration runs (each row's projection onto the curve and the alpha-step's sums), timed "
+        "alternately with a plain read of the same store, three rounds; medians, and the median of the "
+        "per-round ratios.\n",
+        "| rows | read pass (s) | iteration pass (s) | iteration / read |",
+        "| --- | --- | --- | --- |",
+    ]
+    for fit in (r for r in rows if r["case"] == "fit"):
+        med = {k: float(np.median([r[k] for r in fit["rounds"]])) for k in ("read", "iteration", "ratio")}
+        lines.append(f"| {fit['rows']:,} | {med['read']:.2f} | {med['iteration']:.2f} | {med['ratio']:.2f} |")
     lines += [
         "",
         "## The same stores with a sample phase: PrincipalCurve(20, sample_size=200_000, tol=1e-4, max_iter=50)\n",
