@@ -95,6 +95,14 @@ def test_whitened_rule_and_mp_agree_on_equal_noise_and_mp_fits_its_bulk():
     assert n_components_whitened(S, 20_000)[0] == 5
 
 
+def test_whitened_rule_tests_each_component_against_the_noise_fitted_without_it():
+    # Wide data (n = 500, p = 1,000): fitted with 4 factors the noise variances shrink and the 4th whitened
+    # eigenvalue of this seed passes the edge; fitted with 3 (the null hypothesis) it does not.
+    k, psi, whitened, edge = n_components_whitened(_spiked(500, 1000, (50, 20, 10), 1.0, seed=5), 500)
+    assert k == 3 and whitened[2] > edge >= whitened[3]
+    assert abs(np.mean(psi) - 1.0) < 0.005  # the noise variances, unbiased for the mean and 3 factors
+
+
 def test_no_spike_gives_zero_and_low_rank_data_give_their_rank():
     assert n_components_whitened(_spiked(20_000, 100, (), np.linspace(0.5, 1, 100), seed=13), 20_000)[0] == 0
     rng = np.random.default_rng(0)
