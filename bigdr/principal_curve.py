@@ -17,7 +17,7 @@ import numpy as np
 
 from ._compute import compute
 from ._random import as_generator, resolve_seed
-from ._validation import check_int, check_n_features, check_real
+from ._validation import check_choice, check_int, check_n_features, check_real
 from .base import BigdrEstimator, chunk_bytes_of, like_input
 from .core.curves import (
     PIECE_ROWS,
@@ -35,6 +35,7 @@ from .core.curves import (
 from .core.eigen import scatter_eigh
 from .core.stats import merge_moments, scatter_moments
 from .graph.landmarks import uniform_sample
+from .graph.sparse import geodesic_coordinates
 from .io import as_array, chunk_budget
 from .memory import Part, streaming
 from .reduce import tree_reduce
@@ -42,6 +43,11 @@ from .reduce import tree_reduce
 #: Input chunks of at most 32 MiB: the projection costs far more than the read, so smaller chunks lose no
 #: time, and the blocks in flight hold less (10M x 10 rows: peak 897 MiB with 128 MiB chunks, 552 with 32).
 CHUNK_BYTES = 32 * 2**20
+
+
+#: Rows of a uniform sample whose coordinates along their manifold start the curve (``init="geodesic"``).
+INIT_ROWS = 2_000
+INITS = ("geodesic", "pca")
 
 
 def _centred_pieces(block: np.ndarray, mean: np.ndarray):
@@ -86,6 +92,29 @@ def _merge_extremes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.stack([np.minimum(a[0], b[0]), np.maximum(a[1], b[1])])
 
 
+def _subsample(rows: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """``size`` of ``rows`` drawn uniformly (all of them if there are no more)."""
+    if len(rows) <= size:
+        return rows
+    return rows[np.sort(as_generator(seed).choice(len(rows), size, replace=False))]
+
+
+def _geodesic_start(rows, mean, directions, c, width, lam, seed) -> np.ndarray:
+    """The first ``alpha``: from coordinates of :data:`INIT_ROWS` of ``rows`` along their manifold.
+
+    Each axis is turned to run the way its principal component does (``init="pca"``'s direction).
+    """
+    X = np.asarray(_subsample(rows, INIT_ROWS, seed), dtype=np.float64) - mean
+    if len(X) <= c.shape[1] + 1:
+        raise ValueError(f"{len(X)} rows are too few to start a curve; give more rows or init='pca'.")
+    z = geodesic_coordinates(X, c.shape[1])
+    along = X @ directions
+    for e in range(z.shape[1]):
+        if np.dot(z[:, e] - z[:, e].mean(), along[:, e]) < 0:
+            z[:, e] = 1.0 - z[:, e]
+    return solve_alpha(curve_sums(X, z, c, width, 0.0), c, width, lam)
+
+
 def _settled(objective: list[float], tol: float) -> bool:
     """``R`` changed by at most ``tol`` (relative) at the last iteration."""
     return len(objective) > 1 and abs(objective[-2] - objective[-1]) <= tol * abs(objective[-1])
@@ -107,10 +136,14 @@ class PrincipalCurve(BigdrEstimator):
     ``alpha = (K_xi^T K_xi + (lambda n / 2) K_c)^{-1} K_xi^T (X - mean)``.
     Both happen in one blockwise pass per iteration: the sums are merged
     over row blocks (exact for any chunking). The first pass is the
-    covariance, whose first principal component ``v_1`` gives the initial
-    projections: ``t = (x - mean) v_1`` scaled to [0, 1] by its range (a
-    second pass; a manifold takes the first two components). Iterations stop when ``R`` changes by less than ``tol``
-    (relative) or after ``max_iter``.
+    covariance (the mean, and the principal components). The curve starts
+    from ``init``: by default the coordinates of a uniform sample of
+    :data:`INIT_ROWS` rows along their manifold (landmark Isomap of the
+    sample, :func:`bigdr.graph.sparse.geodesic_coordinates`; one pass draws
+    it), each axis scaled to [0, 1] and oriented along a principal
+    component, from which the first ``alpha`` is solved. Iterations stop
+    when ``R`` changes by less than ``tol`` (relative) or after
+    ``max_iter``.
 
     Parameters
     ----------
@@ -134,8 +167,17 @@ class PrincipalCurve(BigdrEstimator):
         (one pass draws it) until ``R`` settles, then finish with passes over
         all rows. The passes over all rows then only polish a curve that is
         already close: with ``None`` every iteration reads all rows.
+    init : {"geodesic", "pca"}
+        ``"geodesic"``: the start above. ``"pca"``: the first principal
+        component ``v_1`` gives the initial projections, ``t = (x - mean)
+        v_1`` scaled to [0, 1] by its range (a second pass; a manifold takes
+        the first two components), and a third pass their sums. A bent curve
+        folds onto itself along ``v_1``, and the iterations keep the fold:
+        on a noisy three-quarter circle the median distance to the true curve
+        stayed near 0.009 from 1,000 to 1,000,000 rows from ``"pca"``, and
+        fell with n from ``"geodesic"`` (the documentation's curves page).
     random_state : int, Generator or None
-        Seed of the sample.
+        Seed of the samples.
 
     Attributes
     ----------
@@ -144,8 +186,8 @@ class PrincipalCurve(BigdrEstimator):
     objective_ : list of float
         ``R[f]`` of the curve at each pass, as measured by the projections of that pass.
     n_iter_, n_passes_ : int
-        Coefficient steps on all rows, and passes over all rows (the covariance, range and
-        sample passes included).
+        Coefficient steps on all rows, and passes over all rows (the covariance, sample, and for
+        ``init="pca"`` range and first-sums passes included).
     n_sample_iter_ : int
         Coefficient steps on the sample (0 without ``sample_size``).
     sample_objective_ : list of float
@@ -179,6 +221,7 @@ class PrincipalCurve(BigdrEstimator):
         max_iter: int = 50,
         tol: float = 1e-6,
         sample_size: int | None = None,
+        init: str = "geodesic",
         random_state: Any = None,
     ) -> None:
         self.n_centres = n_centres
@@ -188,6 +231,7 @@ class PrincipalCurve(BigdrEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.sample_size = sample_size
+        self.init = init
         self.random_state = random_state
 
     def _dims(self) -> tuple[int, int, int]:
@@ -205,6 +249,7 @@ class PrincipalCurve(BigdrEstimator):
         check_real(self.tol, "tol", low=0.0)
         if self.sample_size is not None:
             check_int(self.sample_size, "sample_size", low=2)
+        check_choice(self.init, "init", INITS)
         return centres(M, d), width, latent_grid(G, d)
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
@@ -227,23 +272,37 @@ class PrincipalCurve(BigdrEstimator):
         self._check_memory(Xd)
         self.seed_ = resolve_seed(self.random_state)
         (state,) = compute(tree_reduce(Xd, scatter_moments, merge_moments, with_offset=True))
-        directions = scatter_eigh(state).vectors[:, :d]
-        mean = state.mean
-        ends = functools.partial(_extremes, mean=mean, directions=directions)
-        (span,) = compute(tree_reduce(Xd, ends, _merge_extremes))
-        if np.any(span[1] <= span[0]):
+        eig = scatter_eigh(state)
+        if np.any(eig.values[:d] <= 1e-12 * max(float(eig.values.max(initial=0.0)), np.finfo(float).tiny)):
             raise ValueError("The rows do not spread along every latent direction; a curve needs spread data.")
-        first = functools.partial(_initial_sums, c=c, width=width)
-        shared = (dask.delayed(mean), dask.delayed(directions), dask.delayed(span))
-        (sums,) = compute(tree_reduce(Xd, first, merge_curve_sums, shared=shared))
-        alpha = solve_alpha(sums, c, width, float(self.reg))
-        step = functools.partial(_iteration_sums, c=c, width=width, grid=grid)
+        directions = eig.vectors[:, :d]
+        mean = state.mean
         lam = float(self.reg)
-        passes = 3
+        sample_rows = 0 if self.sample_size is None or int(self.sample_size) >= n else int(self.sample_size)
+        sample = None
+        if self.init == "geodesic":
+            drawn, where = uniform_sample(Xd, min(n, max(INIT_ROWS, sample_rows)), self.seed_)
+            drawn = drawn[np.argsort(where)]  # in the data's order: with n <= INIT_ROWS the start has no seed
+            alpha = _geodesic_start(drawn, mean, directions, c, width, lam, self.seed_)
+            passes = 2
+            if sample_rows:
+                sample = _subsample(drawn, sample_rows, self.seed_)
+        else:
+            ends = functools.partial(_extremes, mean=mean, directions=directions)
+            (span,) = compute(tree_reduce(Xd, ends, _merge_extremes))
+            if np.any(span[1] <= span[0]):
+                raise ValueError("The rows do not spread along every latent direction; a curve needs spread data.")
+            first = functools.partial(_initial_sums, c=c, width=width)
+            shared = (dask.delayed(mean), dask.delayed(directions), dask.delayed(span))
+            (sums,) = compute(tree_reduce(Xd, first, merge_curve_sums, shared=shared))
+            alpha = solve_alpha(sums, c, width, lam)
+            passes = 3
+            if sample_rows:
+                sample = uniform_sample(Xd, sample_rows, self.seed_)[0]
+                passes += 1
+        step = functools.partial(_iteration_sums, c=c, width=width, grid=grid)
         sample_objective: list[float] = []
-        if self.sample_size is not None and int(self.sample_size) < n:
-            sample = uniform_sample(Xd, int(self.sample_size), self.seed_)[0]
-            passes += 1
+        if sample is not None:
             for _ in range(int(self.max_iter)):
                 sums = step(sample, mean, alpha)
                 sample_objective.append(sums.residual / sums.n + 0.5 * lam * penalty(alpha, c, width))
@@ -358,8 +417,9 @@ class PrincipalManifold(PrincipalCurve):
     :class:`PrincipalCurve` with ``z`` in [0, 1]^2: ``M x M`` centres on an
     even grid, a Gaussian kernel ``k(a, b) = exp(-|a - b|^2 / (2 s^2))``,
     the projection step's search over an even latent grid then Gauss-Newton
-    steps in two dimensions, and initial coordinates from the first two
-    principal components scaled to [0, 1] each. ``transform`` gives each
+    steps in two dimensions, and initial coordinates from ``init`` (by
+    default a sample's two coordinates along its manifold; ``"pca"``: the
+    first two principal components), each scaled to [0, 1]. ``transform`` gives each
     row's two latent coordinates; the parameters, attributes and references
     are :class:`PrincipalCurve`'s.
     """

@@ -78,3 +78,20 @@ def test_bad_options(swiss_roll_small):
         to_csr(g, "both")
     with pytest.raises(ValueError, match="on_disconnected"):
         resolve_components(to_csr(g), "explode")
+
+
+def test_geodesic_coordinates_follow_scikit_learns_isomap_and_the_arc_length():
+    from sklearn.manifold import Isomap
+
+    from bigdr.graph.sparse import geodesic_coordinates
+
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.uniform(0, 1.5 * np.pi, 1200))  # a three-quarter helix
+    X = np.column_stack([np.cos(t), np.sin(t), 0.2 * t]) + 0.02 * rng.standard_normal((1200, 3))
+    z = geodesic_coordinates(X, 1)
+    assert z.shape == (1200, 1) and z.min() == 0.0 and z.max() == 1.0
+    reference = Isomap(n_neighbors=10, n_components=1).fit_transform(X)[:, 0]
+    assert abs(np.corrcoef(z[:, 0], reference)[0, 1]) > 0.999
+    assert abs(np.corrcoef(z[:, 0], t)[0, 1]) > 0.999  # arc length, here proportional to t
+    sheet = geodesic_coordinates(np.column_stack([rng.uniform(0, 2, 800), rng.uniform(0, 1, 800)]), 2)
+    assert sheet.shape == (800, 2) and np.allclose(sheet.min(0), 0) and np.allclose(sheet.max(0), 1)

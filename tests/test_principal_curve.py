@@ -53,7 +53,8 @@ def noisy_circle():
 
 def test_equals_the_dense_textbook_algorithm(noisy_circle):
     X = noisy_circle
-    model = PrincipalCurve(12, reg=1e-3, grid_size=120, max_iter=4, tol=0.0).fit(da.from_array(X, chunks=400))
+    model = PrincipalCurve(12, reg=1e-3, grid_size=120, max_iter=4, tol=0.0, init="pca")
+    model.fit(da.from_array(X, chunks=400))
     alpha, mean = textbook(X, 12, 2 / 11, 1e-3, 120, iterations=4)
     np.testing.assert_allclose(model.mean_, mean, atol=1e-12)
     # the curves, not the coefficients: K_c is ill-conditioned, so alpha is determined less well than f
@@ -81,6 +82,24 @@ def test_fits_a_noisy_curve_and_places_rows_on_it(noisy_circle):
     lazy = model.transform(da.from_array(X, chunks=300))
     assert isinstance(lazy, da.Array)
     np.testing.assert_array_equal(lazy.compute(), Z)
+
+
+def test_the_geodesic_start_does_not_keep_the_fold_of_the_first_component():
+    # A three-quarter helix: its first principal component folds the two arms onto each other, and the
+    # iterations from that start keep part of the fold (measured: twice the distance to the true curve).
+    rng = np.random.default_rng(3000)
+    a = 1.5 * np.pi * rng.uniform(0, 1, 3000)
+    X = np.column_stack([np.cos(a), np.sin(a), 0.3 * a]) + 0.05 * rng.standard_normal((3000, 3))
+    t = np.linspace(0, 1.5 * np.pi, 4000)
+    truth = np.column_stack([np.cos(t), np.sin(t), 0.3 * t])
+    median = {}
+    for init in ("geodesic", "pca"):
+        model = PrincipalCurve(20, reg=1e-3, max_iter=300, tol=1e-5, init=init).fit(X)
+        curve = model.inverse_transform(np.linspace(*model.latent_range_[:, 0], 400))
+        median[init] = np.median(np.sqrt(((curve[:, None] - truth[None]) ** 2).sum(axis=2)).min(axis=1))
+    assert median["geodesic"] < 0.006 and median["geodesic"] < 0.7 * median["pca"]
+    with pytest.raises(ValueError, match="init"):
+        PrincipalCurve(init="isomap").fit(X)
 
 
 @settings(max_examples=6, deadline=None)
@@ -138,8 +157,8 @@ def test_a_sample_phase_reaches_the_curve_of_full_passes_in_fewer_of_them(noisy_
     full = PrincipalCurve(15, reg=1e-3, max_iter=300, tol=1e-4).fit(X)
     sampled = PrincipalCurve(15, reg=1e-3, max_iter=300, tol=1e-4, sample_size=400, random_state=0).fit(X)
     assert sampled.n_sample_iter_ > 0 and len(sampled.sample_objective_) == sampled.n_sample_iter_
-    assert sampled.n_passes_ == len(sampled.objective_) + 4  # covariance, range, sample, then one per iteration
-    assert full.converged_ and sampled.converged_ and sampled.n_passes_ < full.n_passes_ / 5
+    assert sampled.n_passes_ == len(sampled.objective_) + 2  # covariance, sample, then one per iteration
+    assert full.converged_ and sampled.converged_ and sampled.n_passes_ < full.n_passes_ / 2
     assert sampled.objective_[-1] <= full.objective_[-1] * (1 + 1e-3)
     z = np.linspace(0, 1, 2000)
     a, b = sampled.inverse_transform(z), full.inverse_transform(z)
@@ -225,8 +244,9 @@ def test_partial_fit_adds_rows_to_the_sums_of_the_last_pass(noisy_circle):
     np.testing.assert_allclose(model.gram_, gram + expected.gram, rtol=1e-10)
     np.testing.assert_allclose(model.cross_, cross + expected.cross, rtol=1e-10, atol=1e-10)
     whole = PrincipalCurve(**settings).fit(noisy_circle)
-    z = np.linspace(0, 1, 1000)
-    a, b = model.inverse_transform(z), whole.inverse_transform(z)
+    # over the part of each curve the rows use (beyond it the ends are extrapolated)
+    a = model.inverse_transform(np.linspace(*model.latent_range_[:, 0], 1000))
+    b = whole.inverse_transform(np.linspace(*whole.latent_range_[:, 0], 1000))
     gap = np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2))
-    assert max(gap.min(axis=0).max(), gap.min(axis=1).max()) < 0.05  # near the curve of all rows
+    assert max(gap.min(axis=0).max(), gap.min(axis=1).max()) < 0.01  # near the curve of all rows
     assert PrincipalCurve(**settings).partial_fit(first).n_samples_seen_ == 750  # unfitted: fit

@@ -241,3 +241,30 @@ def landmark_geodesics(graph: sp.csr_matrix, sources: np.ndarray, group_size: in
         for s, part in zip(chunk, compute(*tasks)):
             out[:, s : s + len(part)] = part.T
     return out
+
+
+def geodesic_coordinates(
+    points: np.ndarray, n_components: int, n_neighbors: int = 10, n_landmarks: int = 100
+) -> np.ndarray:
+    """Coordinates of a few thousand points along their manifold, each axis scaled to [0, 1].
+
+    Landmark Isomap in memory (de Silva & Tenenbaum 2003): the union kNN
+    graph of ``points`` (components joined by their shortest links), its
+    shortest paths from ``n_landmarks`` farthest-point landmarks, classical
+    MDS of the landmarks and the triangulation of the other points. Along a
+    curve the coordinate is arc length, where a principal component folds
+    a bent curve onto itself.
+    """
+    from ..core.triangulation import landmark_mds, triangulate_distances
+    from .knn import knn_graph
+    from .landmarks import maxmin
+
+    points = np.asarray(points, dtype=np.float64)
+    m = len(points)
+    graph = join_components(to_csr(knn_graph(points, min(n_neighbors, m - 1))), points)
+    landmarks = maxmin(points, min(n_landmarks, m))
+    G = landmark_geodesics(graph, landmarks)
+    sq = G[landmarks].astype(np.float64) ** 2
+    Y = triangulate_distances(G, landmark_mds((sq + sq.T) / 2, n_components))
+    low, high = Y.min(axis=0), Y.max(axis=0)
+    return (Y - low) / np.where(high > low, high - low, 1.0)
