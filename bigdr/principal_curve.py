@@ -435,6 +435,18 @@ class RegPath(NamedTuple):
     held_out: np.ndarray  # mean squared distance of the held-out rows to the curve
     iterations: np.ndarray
 
+    def chosen(self, slack: float = 0.01) -> float:
+        """The rule for ``lambda``: the largest whose held-out distance is within ``slack`` of the smallest.
+
+        Past the knee a larger ``lambda`` flattens the curve and the held-out
+        rows lie far from it; below it the held-out distance barely moves (the
+        curve has ``n_centres`` coefficients per feature to bend with), and the
+        largest ``lambda`` there is the smoothest curve that fits new rows as
+        well as any on the path.
+        """
+        check_real(slack, "slack", low=0.0)
+        return float(self.regs[self.held_out <= self.held_out.min() * (1.0 + slack)].max())
+
 
 def reg_path(
     X: Any,
@@ -453,12 +465,10 @@ def reg_path(
     with the other ``params`` is fitted on the rest, and the held-out rows'
     mean squared distance to it is measured.
 
-    The held-out distance keeps falling as ``lambda`` shrinks: a less
-    regularized curve bends into the noise and passes nearer new rows as
-    well (measured on a noisy circle and sine, docs/curves.md). So it does
-    not choose ``lambda`` by its minimum; look for the knee, the largest
-    ``lambda`` before it rises steeply, which the default ``reg=1e-3`` sits
-    below for data whose noise is a few percent of their spread.
+    Below a knee the held-out distance barely changes with ``lambda``;
+    :meth:`RegPath.chosen` takes the largest ``lambda`` within 1% of its
+    smallest (measured on a noisy helix and sine against the distance to
+    the true curve: the documentation's curves page).
     """
     x = np.asarray(compute(as_array(X, name="X", min_rows=4))[0], dtype=np.float64)
     check_real(held_out, "held_out", low=0.0, high=1.0, low_open=True, high_open=True)

@@ -221,8 +221,18 @@ def test_reg_path_traces_the_fit_against_lambda(noisy_circle):
     assert path.regs.tolist() == [1e-5, 1e-3, 1e-1] and path.held_out.shape == (3,)
     assert np.all(np.diff(path.objective) > 0)  # more smoothing, a larger R[f] on the training rows
     assert path.held_out[-1] > 2 * path.held_out[0]  # lambda = 0.1 flattens the curve: new rows lie far from it
+    assert path.chosen() in (1e-5, 1e-3) and path.held_out[path.regs == path.chosen()] <= 1.01 * path.held_out.min()
     with pytest.raises(ValueError, match="held_out"):
         reg_path(noisy_circle, held_out=1.0)
+
+
+def test_the_chosen_lambda_is_the_largest_within_the_slack_of_the_best():
+    from bigdr.principal_curve import RegPath
+
+    path = RegPath(np.array([1e-5, 1e-4, 1e-3, 1e-2]), np.zeros(4), np.array([1.002, 1.0, 1.009, 1.3]), np.ones(4))
+    assert path.chosen() == 1e-3 and path.chosen(slack=0.0) == 1e-4 and path.chosen(slack=0.5) == 1e-2
+    with pytest.raises(ValueError, match="slack"):
+        path.chosen(slack=-1)
 
 
 def test_partial_fit_adds_rows_to_the_sums_of_the_last_pass(noisy_circle):
