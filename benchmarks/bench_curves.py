@@ -238,7 +238,7 @@ def run_scale():
             print(rows[-1], flush=True)
     lines = [
         f"## Noisy spiral arc in 10-D, float32 zarr store: {ITERATIONS} iterations of PrincipalCurve(20)\n",
-        "Passes: covariance, range of the first component, the initial coefficients, then one per iteration. "
+        "Passes: covariance, the sample that starts the curve, then one per iteration. "
         "Seconds per pass: the fit's wall time over its passes.\n",
         "| rows | read pass (s) | fit (s) | passes | seconds per pass | per pass / read | peak RSS fit (MiB) | "
         "median distance to the true curve |",
