@@ -45,7 +45,7 @@ from .core.triangulation import (
     Triangulation,
     aligned,
     attach_geodesics,
-    landmark_mds,
+    geodesic_mds,
     residual_variance,
     rigid_alignment,
     triangulate,
@@ -339,8 +339,7 @@ class Isomap(ExtensionEstimator):
         )
         landmarks = self._choose_landmarks(ref, eligible, mode, given)
         G = landmark_geodesics(graph, landmarks)
-        sq = G[landmarks].astype(np.float64) ** 2
-        tri = landmark_mds((sq + sq.T) / 2, self.n_components, self.seed_)
+        tri = geodesic_mds(G, landmarks, self.n_components, self.seed_)
 
         index = self.__dict__.pop("_graph_index", None) or NeighborIndex(self.metric, self.neighbor_method).fit(ref)
         self.mode_ = mode
@@ -350,7 +349,7 @@ class Isomap(ExtensionEstimator):
         self.landmark_indices_ = landmarks
         self.triangulation_ = tri.pinv
         self.landmark_sq_mean_ = tri.mean_sq
-        assert tri.spectrum is not None  # set by landmark_mds (None only when rebuilt from a saved model)
+        assert tri.spectrum is not None  # set by geodesic_mds (None only when rebuilt from a saved model)
         self.eigenvalues_ = tri.spectrum.values
         self.negative_mass_ = tri.spectrum.negative_mass
         self._ext = GeodesicExtension(index, G, tri, self._attach_k(len(ref)), self.radius)
@@ -530,8 +529,7 @@ class Isomap(ExtensionEstimator):
         old_G = self.geodesics_[keep]
         G = np.vstack([old_G, np.full((len(entering), old_G.shape[1]), np.inf, dtype=old_G.dtype)])
         relax_geodesics(graph, G, upd.changed)
-        sq = G[landmarks].astype(np.float64) ** 2
-        tri = landmark_mds((sq + sq.T) / 2, self.n_components, self.seed_)
+        tri = geodesic_mds(G, landmarks, self.n_components, self.seed_)
         rng = np.random.default_rng([self.seed_, LANDMARK_STREAM, 3])
         kept = np.flatnonzero(keep)
         sample = np.sort(rng.choice(len(kept), size=min(ALIGN_ROWS, len(kept)), replace=False))

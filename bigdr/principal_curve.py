@@ -280,27 +280,7 @@ class PrincipalCurve(BigdrEstimator):
         mean = state.mean
         lam = float(self.reg)
         sample_rows = 0 if self.sample_size is None or int(self.sample_size) >= n else int(self.sample_size)
-        sample = None
-        if self.init == "geodesic":
-            drawn, where = uniform_sample(Xd, min(n, max(INIT_ROWS, sample_rows)), self.seed_)
-            drawn = drawn[np.argsort(where)]  # in the data's order: with n <= INIT_ROWS the start has no seed
-            alpha = _geodesic_start(drawn, mean, directions, c, width, lam, self.seed_)
-            passes = 2
-            if sample_rows:
-                sample = _subsample(drawn, sample_rows, self.seed_)
-        else:
-            ends = functools.partial(_extremes, mean=mean, directions=directions)
-            (span,) = compute(tree_reduce(Xd, ends, _merge_extremes))
-            if np.any(span[1] <= span[0]):
-                raise ValueError("The rows do not spread along every latent direction; a curve needs spread data.")
-            first = functools.partial(_initial_sums, c=c, width=width)
-            shared = (dask.delayed(mean), dask.delayed(directions), dask.delayed(span))
-            (sums,) = compute(tree_reduce(Xd, first, merge_curve_sums, shared=shared))
-            alpha = solve_alpha(sums, c, width, lam)
-            passes = 3
-            if sample_rows:
-                sample = uniform_sample(Xd, sample_rows, self.seed_)[0]
-                passes += 1
+        alpha, sample, passes = self._start(Xd, mean, directions, sample_rows, c, width)
         step = functools.partial(_iteration_sums, c=c, width=width, grid=grid)
         sample_objective: list[float] = []
         if sample is not None:
@@ -333,6 +313,24 @@ class PrincipalCurve(BigdrEstimator):
         self.n_components_ = d
         self.width_ = width
         return self
+
+    def _start(self, Xd: da.Array, mean, directions, sample_rows: int, c, width) -> tuple[np.ndarray, Any, int]:
+        """The first ``alpha`` (``init``), the sample phase's rows (None without one), passes read so far."""
+        lam = float(self.reg)
+        if self.init == "geodesic":  # one pass draws the rows that start the curve and the sample phase's
+            drawn, where = uniform_sample(Xd, min(len(Xd), max(INIT_ROWS, sample_rows)), self.seed_)
+            drawn = drawn[np.argsort(where)]  # in the data's order: with n <= INIT_ROWS the start has no seed
+            alpha = _geodesic_start(drawn, mean, directions, c, width, lam, self.seed_)
+            return alpha, (_subsample(drawn, sample_rows, self.seed_) if sample_rows else None), 2
+        ends = functools.partial(_extremes, mean=mean, directions=directions)
+        (span,) = compute(tree_reduce(Xd, ends, _merge_extremes))
+        first = functools.partial(_initial_sums, c=c, width=width)
+        shared = (dask.delayed(mean), dask.delayed(directions), dask.delayed(span))
+        (sums,) = compute(tree_reduce(Xd, first, merge_curve_sums, shared=shared))
+        alpha = solve_alpha(sums, c, width, lam)
+        if not sample_rows:
+            return alpha, None, 3
+        return alpha, uniform_sample(Xd, sample_rows, self.seed_)[0], 4
 
     def partial_fit(self, X: Any, y: Any = None) -> PrincipalCurve:
         """Add rows to a fitted curve: one pass over them, then one coefficient step.

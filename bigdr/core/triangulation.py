@@ -79,6 +79,15 @@ def landmark_mds(landmark_sq: np.ndarray, n_components: int, random_state: Any =
     return Triangulation(pinv, np.asarray(landmark_sq, dtype=np.float64).mean(axis=0), spec)
 
 
+def geodesic_mds(G: np.ndarray, landmarks: np.ndarray, n_components: int, random_state: Any = 0) -> Triangulation:
+    """:func:`landmark_mds` of the landmarks' geodesics: ``G`` is (nodes x landmarks), ``landmarks`` their rows.
+
+    The squared distances are symmetrised (shortest paths from each end can differ in the last bits).
+    """
+    sq = G[landmarks].astype(np.float64) ** 2
+    return landmark_mds((sq + sq.T) / 2, n_components, random_state)
+
+
 def triangulate(sq: np.ndarray, tri: Triangulation) -> np.ndarray:
     """Coordinates of points from their squared distances to the landmarks (rows of ``sq``).
 

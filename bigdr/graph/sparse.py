@@ -255,7 +255,7 @@ def geodesic_coordinates(
     curve the coordinate is arc length, where a principal component folds
     a bent curve onto itself.
     """
-    from ..core.triangulation import landmark_mds, triangulate_distances
+    from ..core.triangulation import geodesic_mds, triangulate_distances
     from .knn import knn_graph
     from .landmarks import maxmin
 
@@ -264,7 +264,6 @@ def geodesic_coordinates(
     graph = join_components(to_csr(knn_graph(points, min(n_neighbors, m - 1))), points)
     landmarks = maxmin(points, min(n_landmarks, m))
     G = landmark_geodesics(graph, landmarks)
-    sq = G[landmarks].astype(np.float64) ** 2
-    Y = triangulate_distances(G, landmark_mds((sq + sq.T) / 2, n_components))
+    Y = triangulate_distances(G, geodesic_mds(G, landmarks, n_components))
     low, high = Y.min(axis=0), Y.max(axis=0)
     return (Y - low) / np.where(high > low, high - low, 1.0)
