@@ -36,8 +36,9 @@ REFINE_STEPS = 3
 #: For a manifold (d > 1): safeguarded steps, each halved up to HALVINGS times until it helps.
 REFINE_STEPS_2D = 8
 HALVINGS = 5
-#: Rows projected at once: the row-by-grid distance matrix stays a few tens of MiB whatever the block.
-PIECE_ROWS = 16_384
+#: Rows projected at once: the row-by-grid distance matrix stays a few MiB whatever the block, and the
+#: refinement's row-by-centre arrays stay in cache (a curve's projection took 0.87 times as long as with 16,384).
+PIECE_ROWS = 4_096
 
 
 class CurveSums(NamedTuple):
@@ -81,15 +82,23 @@ def centres(n_centres: int, dim: int = 1) -> np.ndarray:
 
 
 def kernel(z: np.ndarray, c: np.ndarray, width: float) -> np.ndarray:
-    """``k(z_i, c_j)`` (len(z) x len(c)), Gaussian in the latent coordinates (rows of ``z`` and ``c``)."""
+    """``k(z_i, c_j)`` (len(z) x len(c)), Gaussian in the latent coordinates (rows of ``z`` and ``c``).
+
+    The exponent ``-(|z|^2 - 2 z.c + |c|^2) / (2 s^2)`` is one matrix product
+    of ``[|z|^2, z, 1]`` with ``[1, -2 c, |c|^2]``, then ``exp`` in place:
+    half the time of forming ``z - c`` per axis (the difference from that
+    form is a few units in the 14th digit, as z and c lie in [0, 1]).
+    """
     z = np.asarray(z, dtype=float).reshape(len(z), -1)
-    K = np.zeros((len(z), len(c)))
-    for e in range(z.shape[1]):
-        diff = np.subtract.outer(z[:, e], c[:, e])
-        diff *= diff
-        K += diff
-    K *= -0.5 / width**2
-    return np.exp(K, out=K)  # in place: a few passes over the block rather than six per axis
+    c = np.asarray(c, dtype=float).reshape(len(c), -1)
+    g = -0.5 / width**2
+    left = np.empty((len(z), z.shape[1] + 2))
+    left[:, 0] = np.einsum("ij,ij->i", z, z)
+    left[:, 1:-1] = z
+    left[:, -1] = 1.0
+    right = np.vstack([np.full(len(c), g), (-2.0 * g) * c.T, g * np.einsum("ij,ij->i", c, c)])
+    K = left @ right
+    return np.exp(K, out=K)
 
 
 def latent_grid(size: int, dim: int) -> np.ndarray:
@@ -118,10 +127,13 @@ def project(X: np.ndarray, alpha: np.ndarray, c: np.ndarray, width: float, grid:
         parts = [project(X[s : s + PIECE_ROWS], alpha, c, width, grid) for s in range(0, len(X), PIECE_ROWS)]
         return Projection(*(np.concatenate(a) for a in zip(*parts)))
     F = kernel(grid, c, width) @ alpha  # (G, p): the curve at the grid
-    # |x - f|^2 less |x|^2 (the same for every grid point), in float32: the search only picks the
-    # start of the refinement, and it is a third of the projection's time in float64
-    sq = X.astype(np.float32) @ (-2.0 * F.T).astype(np.float32)
-    sq += np.einsum("ij,ij->i", F, F).astype(np.float32)[None, :]
+    # |x - f|^2 less |x|^2 (the same for every grid point) as one product [x, 1] [-2 F, |f|^2]^T, in
+    # float32: the search only picks the start of the refinement, and it is a third of the projection's
+    # time in float64; folding |f|^2 into the product saves a pass over the (b, G) matrix.
+    Y = np.empty((len(X), X.shape[1] + 1), dtype=np.float32)
+    Y[:, :-1] = X
+    Y[:, -1] = 1.0
+    sq = Y @ np.vstack([-2.0 * F.T, np.einsum("ij,ij->i", F, F)]).astype(np.float32)
     z0 = grid[np.argmin(sq, axis=1)]  # (b, d)
     step = float(grid[1, -1] - grid[0, -1]) if len(grid) > 1 else 1.0  # the last axis varies fastest
     if grid.shape[1] > 1:
