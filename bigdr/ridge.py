@@ -20,8 +20,9 @@ from ._random import as_generator, resolve_seed
 from ._validation import check_int, check_n_features, check_real
 from .base import BigdrEstimator, chunk_bytes_of, like_input
 from .core.ridges import RidgeRun, density, local_moments, scms, silverman_bandwidth
-from .graph.landmarks import uniform_sample
+from .graph.landmarks import keys_of, row_keys, uniform_sample
 from .graph.neighbors import NeighborIndex, nearest_other
+from .graph.update import reservoir
 from .io import as_array
 from .memory import Part, streaming
 
@@ -178,6 +179,9 @@ class RidgeEstimator(BigdrEstimator):
         The most steps any query point took.
     bandwidth_ : float
     support_ : ndarray (m, n_features)
+    support_indices_ : ndarray (m,) of int64
+        Which rows (numbered in the order seen) form the support.
+    n_samples_seen_ : int
     truncate_ : float or None
         The kernel's cut in bandwidths (None: not cut).
     ridge_spacing_ : float
@@ -265,8 +269,54 @@ class RidgeEstimator(BigdrEstimator):
         seed = self.seed_ = resolve_seed(self.random_state)
         if n <= int(self.support_size):
             (support,) = compute(Xd)
+            indices = np.arange(n, dtype=np.int64)
         else:
-            support = uniform_sample(Xd, int(self.support_size), seed)[0]
+            support, indices = uniform_sample(Xd, int(self.support_size), seed)
+        return self._fit_support(support, indices, n, p, queries)
+
+    def partial_fit(self, X: Any, y: Any = None) -> RidgeEstimator:
+        """Learn from new rows without reading the earlier ones again: the result equals ``fit`` on all rows seen.
+
+        Every row has a key fixed by ``random_state`` and its global row
+        number, and the support is the ``support_size`` rows of smallest key
+        (all rows while there are no more), which is the sample ``fit``
+        draws. So the support after the update is the one ``fit`` would
+        draw from all the rows in the order seen, in the same order; from it
+        the bandwidth (``"auto"``), the query points and the ridge follow as
+        in ``fit``: exactly the same ridge. What it saves is the pass over
+        the earlier rows (it reads only the new ones, once); SCMS runs again
+        from all the query points, so an update costs about a ``fit`` on the
+        support. The query points are always drawn from the support (the
+        ``queries`` of an earlier ``fit`` are not kept). An unfitted model is
+        fitted on the batch.
+        """
+        if not self.__sklearn_is_fitted__():
+            return self.fit(X)
+        if not hasattr(self, "support_indices_"):
+            raise ValueError("This model was saved before RidgeEstimator had partial_fit; fit it again to update it.")
+        Xd = as_array(X, name="X", min_rows=1)
+        p = self.n_features_in_
+        check_n_features(Xd.shape[1], p, "RidgeEstimator")
+        self._check_params(p)
+        n_b, start, m = Xd.shape[0], self.n_samples_seen_, int(self.support_size)
+        old_keys = keys_of(self.support_indices_, self.seed_)
+        keys = row_keys(start, start + n_b, self.seed_)
+        keep, enter = reservoir(old_keys, np.zeros(len(old_keys), dtype=bool), keys, m)
+        take = np.flatnonzero(enter)
+        (entering,) = compute(Xd[take])
+        support = np.vstack([self.support_[keep], np.asarray(entering, dtype=np.float64)])
+        indices = np.concatenate([self.support_indices_[keep], start + take])
+        if start + n_b > m:  # fit's sample: ordered by key (rows of equal key by number); else all rows in order
+            order = np.lexsort((indices, np.concatenate([old_keys[keep], keys[take]])))
+            support, indices = support[order], indices[order]
+        return self._fit_support(support, indices, start + n_b, p, None)
+
+    def _fit_support(self, support: np.ndarray, indices: np.ndarray, n: int, p: int, queries: Any) -> RidgeEstimator:
+        """The ridge of the density on ``support`` (rows ``indices`` of the ``n`` seen), from ``queries`` or a sample.
+
+        Nothing of the model changes until the ridge is found.
+        """
+        seed = self.seed_
         support = np.ascontiguousarray(support, dtype=np.float64)
         m = len(support)
         h = silverman_bandwidth(support.std(axis=0), m) if isinstance(self.bandwidth, str) else float(self.bandwidth)
@@ -302,6 +352,8 @@ class RidgeEstimator(BigdrEstimator):
         self.n_iter_ = int(run.steps.max()) if len(run.steps) else 0
         self.bandwidth_ = h
         self.support_ = support
+        self.support_indices_ = np.asarray(indices, dtype=np.int64)
+        self.n_samples_seen_ = int(n)
         self.truncate_ = cut
         self._ridge_index = NeighborIndex(method="kdtree").fit(self.ridge_points_)  # transform's, built here
         self.ridge_spacing_ = (

@@ -411,6 +411,13 @@ def test_ridges_and_principal_curves_through_the_cli(tmp_path, capsys):
     ridge = bigdr.load(str(model))
     assert ridge.bandwidth_ == 0.05 and zarr.open(str(out), mode="r").shape == (3000, 3)
     np.testing.assert_allclose(zarr.open(str(out), mode="r")[:100], ridge.transform(X[:100]))
+    more = tmp_path / "more.zarr"  # new rows: `bigdr update` learns them by partial_fit and appends their points
+    assert main(["generate", "filaments", str(more), "-n", "1000", "--seed", "2"]) == 0
+    in_memory = bigdr.load(str(model)).partial_fit(zarr.open(str(more), mode="r")["X"][:])
+    assert main(["update", str(model), str(more), "--dataset", "X", "--embedding", str(out)]) == 0
+    updated = bigdr.load(str(model))
+    assert updated.n_samples_seen_ == 4000 and zarr.open(str(out), mode="r").shape == (4000, 3)
+    np.testing.assert_allclose(updated.ridge_points_, in_memory.ridge_points_, atol=1e-12)
     refused = tmp_path / "no.zarr"
     assert main(["fit-transform", str(data), str(refused), "--dataset", "X", "--method", "ridge", "-k", "2"]) == 2
     assert "--n-components applies to --method pca" in capsys.readouterr().err and not refused.exists()

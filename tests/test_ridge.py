@@ -143,6 +143,48 @@ def test_transform_is_blockwise_and_chunking_does_not_matter(projection):
     assert np.abs(np.linalg.norm(expected[model.on_ridge(new)], axis=1) - 1).max() < 0.05
 
 
+@pytest.mark.parametrize(
+    "support_size, batches",
+    [
+        (5000, [700, 900]),  # all rows stay the support
+        (1000, [700, 900, 400]),  # the second batch crosses support_size: all rows, then a sample
+        (500, [700, 600]),  # a sample from the start
+    ],
+)
+def test_partial_fit_equals_a_fit_on_every_row_seen(support_size, batches, tmp_path):
+    import bigdr
+
+    X = noisy_circle(sum(batches), seed=8)
+    params = {"support_size": support_size, "n_queries": 300, "random_state": 3}
+    whole = RidgeEstimator(**params).fit(X)
+    model = RidgeEstimator(**params)
+    ends = np.cumsum([0, *batches])
+    for i, (a, b) in enumerate(zip(ends[:-1], ends[1:])):
+        if i == 1:  # a saved and loaded model learns on
+            model.save(tmp_path / "ridge.zarr")
+            model = bigdr.load(tmp_path / "ridge.zarr")
+        model.partial_fit(da.from_array(X[a:b], chunks=251))
+    assert model.n_samples_seen_ == len(X) and len(model.support_) == min(support_size, len(X))
+    np.testing.assert_array_equal(model.support_indices_, whole.support_indices_)
+    np.testing.assert_array_equal(model.support_, whole.support_)
+    assert model.bandwidth_ == whole.bandwidth_
+    np.testing.assert_allclose(model.ridge_points_, whole.ridge_points_, atol=1e-12)
+
+
+def test_a_failed_partial_fit_leaves_the_model_as_it_was():
+    X = noisy_circle(1200, seed=9)
+    model = RidgeEstimator(random_state=0, n_queries=200).fit(X[:800])
+    before = {k: np.copy(getattr(model, k)) for k in ("support_", "support_indices_", "ridge_points_")}
+    with pytest.raises(ValueError, match="expecting 2 features"):
+        model.partial_fit(np.ones((10, 3)))
+    model.set_params(max_iter=1)  # no query point settles within one step
+    with pytest.raises(ValueError, match="No query point settled"):
+        model.partial_fit(X[800:])
+    assert model.n_samples_seen_ == 800
+    for k, v in before.items():
+        np.testing.assert_array_equal(getattr(model, k), v)
+
+
 def test_runs_on_a_real_cluster():
     distributed = pytest.importorskip("distributed")
     X = noisy_circle(3000, seed=7)
