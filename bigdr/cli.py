@@ -104,9 +104,9 @@ def _fit_transform(
         raise ValueError("--scree draws a spectrum; random projections have none.")
     if biplot and method not in ("pca", "factor-analysis"):
         raise ValueError("--biplot draws loadings: it applies to --method pca and factor-analysis only.")
-    if structure and method not in ("principal-curve", "principal-manifold", "ridge"):
+    if structure and method not in ("principal-curve", "principal-manifold", "hastie-stuetzle", "ridge"):
         raise ValueError("--structure draws a fitted curve or ridge: it applies to --method principal-curve, "
-                         "principal-manifold and ridge only.")  # fmt: skip
+                         "principal-manifold, hastie-stuetzle and ridge only.")  # fmt: skip
     if report and not method.endswith("-rp"):
         raise ValueError("--report applies to --method gaussian-rp and sparse-rp only.")
     if model_key is not None and not save_model:

@@ -66,6 +66,11 @@ METHODS: dict[str, Method] = {
             "principal_curve:PrincipalManifold",
             "regularized principal manifold (two latent dimensions): one pass per iteration",
         ),
+        Method(
+            "hastie-stuetzle",
+            "hastie_stuetzle:HastieStuetzleCurve",
+            "Hastie-Stuetzle principal curve (polyline and smoother): one pass per iteration",
+        ),
         Method("ridge", "ridge:RidgeEstimator", "density ridges (filaments) by SCMS: each row's point on the ridge"),
         Method("gaussian-rp", "projection:GaussianRandomProjection", "Gaussian random projection"),
         Method("sparse-rp", "projection:SparseRandomProjection", "sparse random projection"),

@@ -366,7 +366,8 @@ def structure(
     two passes, out of core, any number of rows) in two coordinates: the
     ``columns`` of ``X``, or the projection ``X @ basis`` on a ``p x 2``
     ``basis`` (for data of more than two dimensions). Over it: the curve
-    ``f(z)`` for z across the latent range the rows use (:class:`~bigdr.PrincipalCurve`), the
+    ``f(z)`` for z across the latent range the rows use (:class:`~bigdr.PrincipalCurve`; the whole
+    polyline of a :class:`~bigdr.HastieStuetzleCurve`), the
     manifold's latent grid lines (:class:`~bigdr.PrincipalManifold`), or
     the ridge points (:class:`~bigdr.RidgeEstimator`), in the same coordinates.
     """
@@ -375,13 +376,16 @@ def structure(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from .hastie_stuetzle import HastieStuetzleCurve
     from .io import as_array
     from .principal_curve import PrincipalCurve
     from .ridge import RidgeEstimator
 
-    if not isinstance(model, (PrincipalCurve, RidgeEstimator)) or not hasattr(model, "n_features_in_"):
+    kinds = (PrincipalCurve, HastieStuetzleCurve, RidgeEstimator)
+    if not isinstance(model, kinds) or not hasattr(model, "n_features_in_"):
         raise TypeError(
-            f"structure() draws a fitted PrincipalCurve, PrincipalManifold or RidgeEstimator; got {model!r}."
+            "structure() draws a fitted PrincipalCurve, PrincipalManifold, HastieStuetzleCurve or RidgeEstimator; "
+            f"got {model!r}."
         )
     p = model.n_features_in_
     if basis is None:

@@ -33,7 +33,7 @@ from .core.curves import (
     solve_alpha,
 )
 from .core.eigen import scatter_eigh
-from .core.stats import merge_moments, scatter_moments
+from .core.stats import extremes, merge_extremes, merge_moments, scatter_moments
 from .graph.landmarks import uniform_sample
 from .graph.sparse import geodesic_coordinates
 from .io import as_array, chunk_budget
@@ -77,19 +77,6 @@ def _project_block(block: np.ndarray, mean: np.ndarray, alpha: np.ndarray, c, wi
     if not out:
         return np.zeros((0, c.shape[1] + 1))
     return np.column_stack([np.concatenate([p.xi for p in out]), np.sqrt(np.concatenate([p.sq for p in out]))])
-
-
-def _extremes(block: np.ndarray, mean: np.ndarray, directions: np.ndarray) -> np.ndarray:
-    """Per-axis (min, max) of the block's coordinates along ``directions`` (2 x d)."""
-    lo, hi = np.full(directions.shape[1], np.inf), np.full(directions.shape[1], -np.inf)
-    for X in _centred_pieces(block, mean):
-        t = X @ directions
-        lo, hi = np.minimum(lo, t.min(axis=0)), np.maximum(hi, t.max(axis=0))
-    return np.stack([lo, hi])
-
-
-def _merge_extremes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.stack([np.minimum(a[0], b[0]), np.maximum(a[1], b[1])])
 
 
 def _subsample(rows: np.ndarray, size: int, seed: int) -> np.ndarray:
@@ -258,7 +245,9 @@ class PrincipalCurve(BigdrEstimator):
         d, M, G = self._dims()
         return {
             "stream": streaming(chunk_bytes_of(Xd), 3),
-            "projection": Part(3 * PIECE_ROWS * G**d * 4, "distances of 16,384 rows to the latent grid", "grid_size"),
+            "projection": Part(
+                3 * PIECE_ROWS * G**d * 4, f"distances of {PIECE_ROWS:,} rows to the latent grid", "grid_size"
+            ),
             "states": Part(10 * (p * p + M ** (2 * d)) * 8, "scatter matrices and sums being merged", ""),
         }
 
@@ -322,8 +311,8 @@ class PrincipalCurve(BigdrEstimator):
             drawn = drawn[np.argsort(where)]  # in the data's order: with n <= INIT_ROWS the start has no seed
             alpha = _geodesic_start(drawn, mean, directions, c, width, lam, self.seed_)
             return alpha, (_subsample(drawn, sample_rows, self.seed_) if sample_rows else None), 2
-        ends = functools.partial(_extremes, mean=mean, directions=directions)
-        (span,) = compute(tree_reduce(Xd, ends, _merge_extremes))
+        ends = functools.partial(extremes, mean=mean, directions=directions, piece_rows=PIECE_ROWS)
+        (span,) = compute(tree_reduce(Xd, ends, merge_extremes))
         first = functools.partial(_initial_sums, c=c, width=width)
         shared = (dask.delayed(mean), dask.delayed(directions), dask.delayed(span))
         (sums,) = compute(tree_reduce(Xd, first, merge_curve_sums, shared=shared))

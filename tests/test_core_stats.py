@@ -80,3 +80,18 @@ def test_float32_blocks_accumulate_in_float64():
     X = _data(2).astype(np.float32)
     s = moments_block(X)
     assert s.mean.dtype == np.float64 and s.scatter.dtype == np.float64
+
+
+def test_extremes_merged_over_blocks_equal_those_of_all_rows():
+    from bigdr.core.stats import extremes, merge_extremes
+
+    rng = np.random.default_rng(5)
+    X, mean, directions = rng.standard_normal((1000, 4)), rng.standard_normal(4), rng.standard_normal((4, 2))
+    whole = extremes(X, mean, directions)
+    t = (X - mean) @ directions
+    np.testing.assert_allclose(whole, np.stack([t.min(axis=0), t.max(axis=0)]), atol=1e-12)
+    parts = [extremes(X[s : s + 97], mean, directions, piece_rows=13) for s in range(0, 1000, 97)]
+    merged = parts[0]
+    for p in parts[1:]:
+        merged = merge_extremes(merged, p)
+    np.testing.assert_allclose(merged, whole, atol=1e-12)

@@ -35,6 +35,7 @@ LAYERS = {
     "bigdr.factor_analysis": 6,
     "bigdr.ica": 6,
     "bigdr.principal_curve": 6,
+    "bigdr.hastie_stuetzle": 6,
     "bigdr.ridge": 6,
     "bigdr.mds": 6,
     "bigdr.isomap": 6,

@@ -148,7 +148,7 @@ def test_biplot_from_the_command_line_and_its_refusals(factors, tmp_path, capsys
         bigdr.plot.biplot(bigdr.PCA(2).fit(factors), factors, tmp_path / "r.png", components=(0, 2))
 
 
-@pytest.mark.parametrize("which", ["PrincipalCurve", "PrincipalManifold", "RidgeEstimator"])
+@pytest.mark.parametrize("which", ["PrincipalCurve", "PrincipalManifold", "HastieStuetzleCurve", "RidgeEstimator"])
 def test_structure_draws_the_density_and_the_fitted_curve_or_ridge(which, tmp_path):
     rng = np.random.default_rng(2)
     t = rng.uniform(0, 1.5 * np.pi, 6_000)
@@ -168,5 +168,5 @@ def test_structure_draws_the_density_and_the_fitted_curve_or_ridge(which, tmp_pa
         assert (np.abs(px - red).max(axis=1) < 0.08).sum() > 300
     with pytest.raises(ValueError, match="basis must be 3 x 2"):
         bigdr.plot.structure(model, X, tmp_path / "no.png", basis=np.eye(2))
-    with pytest.raises(TypeError, match="PrincipalCurve, PrincipalManifold or RidgeEstimator"):
+    with pytest.raises(TypeError, match="PrincipalManifold, HastieStuetzleCurve or RidgeEstimator"):
         bigdr.plot.structure(bigdr.PCA(2).fit(X), X, tmp_path / "no.png")

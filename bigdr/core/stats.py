@@ -162,3 +162,19 @@ def merge_all(states: Sequence, merge: Callable) -> object:
     while len(states) > 1:
         states = [merge(*states[i : i + 2]) if i + 1 < len(states) else states[i] for i in range(0, len(states), 2)]
     return states[0]
+
+
+def extremes(block: np.ndarray, mean: np.ndarray, directions: np.ndarray, piece_rows: int = 16_384) -> np.ndarray:
+    """Per-axis (min, max) of the block's centred coordinates ``(x - mean) directions`` (2 x d), mergeable.
+
+    Rows are taken ``piece_rows`` at a time in float64, so memory is bounded whatever the block.
+    """
+    lo, hi = np.full(directions.shape[1], np.inf), np.full(directions.shape[1], -np.inf)
+    for s in range(0, len(block), piece_rows):
+        t = (np.asarray(block[s : s + piece_rows], dtype=np.float64) - mean) @ directions
+        lo, hi = np.minimum(lo, t.min(axis=0)), np.maximum(hi, t.max(axis=0))
+    return np.stack([lo, hi])
+
+
+def merge_extremes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.stack([np.minimum(a[0], b[0]), np.maximum(a[1], b[1])])
