@@ -7,13 +7,15 @@ growth  a noisy three-quarter circle in 3-D and a noisy sine in 2-D (noise 0.05 
 reg     the held-out rule for lambda (RegPath.chosen) on the same curves, 1,000 .. 1,000,000 rows,
         against the default 1e-3: the median distance to the true curve at each.
 figure  docs/_static/curve-spiral.png from the 10M-row store.
+hs      HastieStuetzleCurve() on the growth curves (1,000 .. 1,000,000 rows) and on the spiral stores
+        (fit from the store, then its pass against a read).
 scale   a noisy 2-D spiral arc (radius 1 + t, angle 1.5 pi t) embedded in 10-D by a random
         orthonormal map, noise 0.05 in every coordinate, float32 zarr stores of 1M and 10M
         rows: a plain read pass, PrincipalCurve(20) with 5 iterations (tol 0): seconds
         per iteration, peak RSS, distance to the true curve; and the same with a sample
         phase (sample_size=200_000, tol=1e-4). Fresh process each.
 
-Usage: python benchmarks/bench_curves.py [growth|reg|scale|figure|all]
+Usage: python benchmarks/bench_curves.py [growth|reg|scale|figure|hs|all]
 """
 
 from __future__ import annotations
@@ -90,6 +92,8 @@ def child(args):
         with PeakRSS() as rss:
             times, _ = timed(lambda: read_pass(path))
         return {"case": case, "rows": n, "seconds": times[0], "peak_rss_mib": rss.peak / 2**20}
+    if case == "hs":
+        return hs_child(path, n)
     if case == "sampled":  # iterate on a 200k-row sample until R settles, then full passes to tol 1e-4
         model = PrincipalCurve(20, max_iter=50, tol=1e-4, sample_size=200_000, random_state=0)
     else:
@@ -308,14 +312,95 @@ def run_scale():
     return rows, "\n".join(lines) + "\n"
 
 
+def hs_child(path, n: int) -> dict:
+    """HastieStuetzleCurve() fitted from the store, then its pass timed against a read (three rounds)."""
+    import dask
+
+    import bigdr
+    from bigdr._compute import compute
+    from bigdr.core.polyline import merge_polyline_sums
+    from bigdr.hastie_stuetzle import CHUNK_BYTES, HastieStuetzleCurve, _pass_sums
+    from bigdr.io import chunk_budget
+    from bigdr.reduce import tree_reduce
+
+    model = HastieStuetzleCurve()
+    with PeakRSS() as rss:
+        times, model = timed(lambda: model.fit(str(path)))
+    X = bigdr.as_array(str(path), check_finite=False, chunk_bytes=chunk_budget(CHUNK_BYTES))
+    step = functools.partial(_pass_sums, n_bins=10 * len(model.vertices_))
+    shared = (dask.delayed(model.vertices_),)
+    rounds = []
+    for _ in range(3):
+        read = timed(lambda: read_pass(path))[0][0]
+        iteration = timed(lambda: compute(tree_reduce(X, step, merge_polyline_sums, shared=shared)))[0][0]
+        rounds.append({"read": read, "iteration": iteration, "ratio": iteration / read})
+    sample = bigdr.as_array(str(path))[:200_000].compute().astype(np.float64)
+    return {
+        "case": "hs", "rows": n, "seconds": times[0], "passes": model.n_passes_, "iterations": model.n_iter_,
+        "converged": bool(model.converged_), "peak_rss_mib": rss.peak / 2**20, "rounds": rounds,
+        "distance": distance_to(model, sample, spiral), "objective": model.objective_,
+    }  # fmt: skip
+
+
+def run_hs():
+    """The Hastie-Stuetzle curve: distance against n on the growth curves, and the spiral stores."""
+    from bigdr.hastie_stuetzle import HastieStuetzleCurve
+
+    growth = []
+    for name, truth in (("three-quarter circle in 3-D", circle), ("sine in 2-D", sine)):
+        for n in (1_000, 10_000, 100_000, 1_000_000):
+            rng = np.random.default_rng(n)  # the growth section's rows
+            X = truth(rng.uniform(0, 1, n))
+            X = X + 0.05 * rng.standard_normal(X.shape)
+            t0 = time.perf_counter()
+            model = HastieStuetzleCurve().fit(X)
+            growth.append({"curve": name, "rows": n, "seconds": time.perf_counter() - t0,
+                           "converged": model.converged_, "iterations": model.n_iter_,
+                           "distance": distance_to(model, X, truth)})  # fmt: skip
+            print(growth[-1], flush=True)
+    scale = []
+    for n in (1_000_000, 10_000_000):
+        scale.append(run_child(SCRIPT, "hs", str(n), timeout=4 * 3600))
+        print(scale[-1], flush=True)
+    lines = [
+        "## Hastie-Stuetzle curve: distance to the true curve against n (HastieStuetzleCurve(), defaults)\n",
+        "The growth section's rows (noise 0.05 per axis); 100 vertices, final span 0.02, tol 1e-5. In memory.\n",
+        "| curve | rows | median distance of the fitted curve to the true one | iterations | converged | seconds |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in growth:
+        lines.append(
+            f"| {r['curve']} | {r['rows']:,} | {r['distance']:.4f} | {r['iterations']} | {r['converged']} | "
+            f"{r['seconds']:.1f} |"
+        )
+    lines += [
+        "",
+        "## Hastie-Stuetzle curve on the spiral stores (float32 zarr, 10-D)\n",
+        "A fit from the store in a fresh process (covariance, range, then one pass per iteration until D^2 "
+        "settles to 1e-5), then one iteration's pass timed against a plain read of the store, three rounds "
+        "(medians).\n",
+        "| rows | fit (s) | iterations | passes | converged | peak RSS (MiB) | median distance to the true curve | "
+        "read (s) | iteration (s) | iteration / read |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in scale:
+        med = {k: float(np.median([x[k] for x in r["rounds"]])) for k in ("read", "iteration", "ratio")}
+        lines.append(
+            f"| {r['rows']:,} | {r['seconds']:.1f} | {r['iterations']} | {r['passes']} | {r['converged']} | "
+            f"{r['peak_rss_mib']:.0f} | {r['distance']:.4f} | {med['read']:.2f} | {med['iteration']:.2f} | "
+            f"{med['ratio']:.2f} |"
+        )
+    return {"growth": growth, "scale": scale}, "\n".join(lines) + "\n"
+
+
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "child":
         print(json.dumps(child(sys.argv[2:])))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["growth", "reg", "scale", "figure", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["growth", "reg", "scale", "figure", "hs", "all"], nargs="*", default=["all"])
     args = ap.parse_args()
-    sections = {"growth": run_growth, "reg": run_reg, "scale": run_scale, "figure": run_figure}
+    sections = {"growth": run_growth, "reg": run_reg, "scale": run_scale, "figure": run_figure, "hs": run_hs}
     run_sections("curves", sections, args.case)
 
 
