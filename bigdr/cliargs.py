@@ -32,6 +32,8 @@ METHOD_OPTIONS = (
     "rotation",
     "sample_size",
     "n_centres",
+    "n_vertices",
+    "span",
     "dim",
     "bandwidth",
     "density_threshold",
@@ -293,6 +295,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=argparse.SUPPRESS,
         help="principal-curve, principal-manifold: kernel centres per latent axis (20; 10 for a manifold)",
+    )
+    f.add_argument(
+        "--n-vertices", type=int, default=argparse.SUPPRESS, help="hastie-stuetzle: vertices of the polyline (100)"
+    )
+    f.add_argument(
+        "--span",
+        type=float,
+        default=argparse.SUPPRESS,
+        help="hastie-stuetzle: the smoother's final bandwidth as a fraction of the curve's length (0.02)",
     )
     f.add_argument("--dim", type=int, default=argparse.SUPPRESS, help="ridge: dimension of the ridge (1: filaments)")
     f.add_argument(

@@ -427,4 +427,11 @@ def test_ridges_and_principal_curves_through_the_cli(tmp_path, capsys):
             main(["fit-transform", str(data), str(emb), "--dataset", "X", "--method", method, "--n-centres", "6"]) == 0
         )
         assert zarr.open(str(emb), mode="r").shape == (3000, width)
+    hs, hs_model = tmp_path / "hs.zarr", tmp_path / "hs-model"
+    argv = ["fit-transform", str(data), str(hs), "--dataset", "X", "--method", "hastie-stuetzle", "--n-vertices", "30"]
+    assert main([*argv, "--span", "0.05", "--save-model", str(hs_model)]) == 0
+    assert "HastieStuetzleCurve: 30 vertices" in capsys.readouterr().out
+    curve = bigdr.load(str(hs_model))
+    assert curve.span == 0.05 and zarr.open(str(hs), mode="r").shape == (3000, 1)
+    np.testing.assert_allclose(zarr.open(str(hs), mode="r")[:100], curve.transform(X[:100]), atol=1e-12)
     capsys.readouterr()
