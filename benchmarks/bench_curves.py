@@ -55,13 +55,27 @@ def spiral(t):
     return np.column_stack([(1 + t) * np.cos(a), (1 + t) * np.sin(a)]) @ spiral_map()
 
 
-def distance_to(model, X, truth) -> float:
-    """Median distance from the fitted curve, over the latent range the rows use, to the true curve."""
+def curve_gaps(model, X, truth) -> np.ndarray:
+    """Distance to the true curve of 500 points of the fitted curve across the latent range the rows use."""
     Z = model.transform(X)
     z = np.linspace(float(np.min(Z)), float(np.max(Z)), 500)
     curve = model.inverse_transform(z)
     true = truth(np.linspace(0, 1, 5000))
-    return float(np.median(np.sqrt(((curve[:, None, :] - true[None]) ** 2).sum(axis=2)).min(axis=1)))
+    return np.sqrt(((curve[:, None, :] - true[None]) ** 2).sum(axis=2)).min(axis=1)
+
+
+def distance_to(model, X, truth) -> float:
+    """Median distance from the fitted curve, over the latent range the rows use, to the true curve."""
+    return float(np.median(curve_gaps(model, X, truth)))
+
+
+def growth_sets():
+    """The rows of the growth, converge, reg and hs sections: (name, truth, n, X), noise 0.05 per axis."""
+    for name, truth in (("three-quarter circle in 3-D", circle), ("sine in 2-D", sine)):
+        for n in (1_000, 10_000, 100_000, 1_000_000):
+            rng = np.random.default_rng(n)
+            X = truth(rng.uniform(0, 1, n))
+            yield name, truth, n, X + 0.05 * rng.standard_normal(X.shape)
 
 
 def store(n: int) -> Path:
@@ -162,20 +176,16 @@ def run_growth():
     from bigdr.principal_curve import PrincipalCurve
 
     rows = []
-    for name, truth in (("three-quarter circle in 3-D", circle), ("sine in 2-D", sine)):
-        for n in (1_000, 10_000, 100_000, 1_000_000):
-            rng = np.random.default_rng(n)
-            X = truth(rng.uniform(0, 1, n))
-            X = X + 0.05 * rng.standard_normal(X.shape)
-            sample = 100_000 if n > 100_000 else None  # a million rows: iterate on a sample, finish on all
-            for init in ("geodesic", "pca"):
-                t0 = time.perf_counter()
-                model = PrincipalCurve(20, reg=1e-3, max_iter=300, tol=1e-5, sample_size=sample, init=init,
+    for name, truth, n, X in growth_sets():
+        sample = 100_000 if n > 100_000 else None  # a million rows: iterate on a sample, finish on all
+        for init in ("geodesic", "pca"):
+            t0 = time.perf_counter()
+            model = PrincipalCurve(20, reg=1e-3, max_iter=300, tol=1e-5, sample_size=sample, init=init,
                                        random_state=0).fit(X)  # fmt: skip
-                rows.append({"curve": name, "rows": n, "init": init, "seconds": time.perf_counter() - t0,
+            rows.append({"curve": name, "rows": n, "init": init, "seconds": time.perf_counter() - t0,
                              "converged": model.converged_, "iterations": model.n_iter_ + model.n_sample_iter_,
                              "distance": distance_to(model, X, truth)})  # fmt: skip
-                print(rows[-1], flush=True)
+            print(rows[-1], flush=True)
     lines = [
         "## Distance to the true curve against n (noise 0.05 per axis; PrincipalCurve(20, reg=1e-3), tol 1e-5)\n",
         "Iterated to convergence (R[f] changing by less than 1e-5, at most 300 iterations); the million-row fits "
@@ -198,24 +208,17 @@ def run_converge():
     from bigdr.principal_curve import PrincipalCurve
 
     rows = []
-    for name, truth in (("three-quarter circle in 3-D", circle), ("sine in 2-D", sine)):
-        for n in (1_000, 10_000, 100_000, 1_000_000):
-            rng = np.random.default_rng(n)  # the growth section's rows
-            X = truth(rng.uniform(0, 1, n))
-            X = X + 0.05 * rng.standard_normal(X.shape)
-            sample = 100_000 if n > 100_000 else None
-            t0 = time.perf_counter()
-            model = PrincipalCurve(20, reg=1e-3, max_iter=2000, tol=1e-7, sample_size=sample,
+    for name, truth, n, X in growth_sets():
+        sample = 100_000 if n > 100_000 else None
+        t0 = time.perf_counter()
+        model = PrincipalCurve(20, reg=1e-3, max_iter=2000, tol=1e-7, sample_size=sample,
                                    random_state=0).fit(X)  # fmt: skip
-            Z = model.transform(X)
-            curve = model.inverse_transform(np.linspace(float(np.min(Z)), float(np.max(Z)), 500))
-            true = truth(np.linspace(0, 1, 5000))
-            gaps = np.sqrt(((curve[:, None, :] - true[None]) ** 2).sum(axis=2)).min(axis=1)
-            rows.append({"curve": name, "rows": n, "seconds": time.perf_counter() - t0,
+        gaps = curve_gaps(model, X, truth)
+        rows.append({"curve": name, "rows": n, "seconds": time.perf_counter() - t0,
                          "converged": model.converged_, "iterations": model.n_iter_,
                          "sample_iterations": model.n_sample_iter_, "median": float(np.median(gaps)),
                          "mean": float(np.mean(gaps))})  # fmt: skip
-            print(rows[-1], flush=True)
+        print(rows[-1], flush=True)
     lines = [
         "## Distance to the true curve against n, iterated to tol 1e-7 (PrincipalCurve(20, reg=1e-3))\n",
         "The growth section's rows and default start, iterated until R[f] changes by less than 1e-7 (at most "
@@ -239,23 +242,20 @@ def run_reg():
 
     regs = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
     rows = []
-    for name, truth in (("three-quarter circle in 3-D", circle), ("sine in 2-D", sine)):
-        for n in (1_000, 10_000, 100_000, 1_000_000):
-            rng = np.random.default_rng(n)
-            X = truth(rng.uniform(0, 1, n)) + 0.05 * rng.standard_normal((n, 3 if truth is circle else 2))
-            settings = {"n_centres": 20, "max_iter": 300, "tol": 1e-5, "random_state": 0}
-            t0 = time.perf_counter()
-            path = reg_path(X[:100_000], regs, **settings)  # a million rows: the path on 100,000 of them
-            seconds = time.perf_counter() - t0
-            lam = path.chosen()
-            if n > 100_000:  # all rows with a sample phase, as the growth table; only the chosen and the default
-                fit = {**settings, "sample_size": 100_000}
-                distance = {r: distance_to(PrincipalCurve(reg=r, **fit).fit(X), X, truth) for r in {lam, 1e-3}}
-            else:
-                distance = {r: distance_to(PrincipalCurve(reg=r, **settings).fit(X), X, truth) for r in regs}
-            rows.append({"curve": name, "rows": n, "chosen": lam, "path_seconds": seconds,
+    for name, truth, n, X in growth_sets():
+        settings = {"n_centres": 20, "max_iter": 300, "tol": 1e-5, "random_state": 0}
+        t0 = time.perf_counter()
+        path = reg_path(X[:100_000], regs, **settings)  # a million rows: the path on 100,000 of them
+        seconds = time.perf_counter() - t0
+        lam = path.chosen()
+        if n > 100_000:  # all rows with a sample phase, as the growth table; only the chosen and the default
+            fit = {**settings, "sample_size": 100_000}
+            distance = {r: distance_to(PrincipalCurve(reg=r, **fit).fit(X), X, truth) for r in {lam, 1e-3}}
+        else:
+            distance = {r: distance_to(PrincipalCurve(reg=r, **settings).fit(X), X, truth) for r in regs}
+        rows.append({"curve": name, "rows": n, "chosen": lam, "path_seconds": seconds,
                          "held_out": path.held_out.tolist(), "distance": {str(r): d for r, d in distance.items()}})  # fmt: skip
-            print(rows[-1], flush=True)
+        print(rows[-1], flush=True)
     lines = [
         "## Choosing lambda by held-out rows (RegPath.chosen) against the default 1e-3\n",
         "reg_path over lambda = 1e-6 .. 1e-1 (fits on 80% of the rows, the mean squared distance of the other "
@@ -388,17 +388,13 @@ def run_hs():
     from bigdr.hastie_stuetzle import HastieStuetzleCurve
 
     growth = []
-    for name, truth in (("three-quarter circle in 3-D", circle), ("sine in 2-D", sine)):
-        for n in (1_000, 10_000, 100_000, 1_000_000):
-            rng = np.random.default_rng(n)  # the growth section's rows
-            X = truth(rng.uniform(0, 1, n))
-            X = X + 0.05 * rng.standard_normal(X.shape)
-            t0 = time.perf_counter()
-            model = HastieStuetzleCurve().fit(X)
-            growth.append({"curve": name, "rows": n, "seconds": time.perf_counter() - t0,
+    for name, truth, n, X in growth_sets():
+        t0 = time.perf_counter()
+        model = HastieStuetzleCurve().fit(X)
+        growth.append({"curve": name, "rows": n, "seconds": time.perf_counter() - t0,
                            "converged": model.converged_, "iterations": model.n_iter_,
                            "distance": distance_to(model, X, truth)})  # fmt: skip
-            print(growth[-1], flush=True)
+        print(growth[-1], flush=True)
     scale = []
     for n in (1_000_000, 10_000_000):
         scale.append(run_child(SCRIPT, "hs", str(n), timeout=4 * 3600))

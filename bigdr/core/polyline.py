@@ -113,7 +113,7 @@ def project(X: np.ndarray, vertices: np.ndarray, reach: float = 0.0) -> Projecti
     a, d = A[seg], D[seg]
     tt = np.clip(np.einsum("ij,ij->i", X - a, d) / length2[seg], 0.0, 1.0)
     r = X - a - tt[:, None] * d
-    arc = arc_lengths(line) - (reach if reach > 0 else 0.0)
+    arc = arc_lengths(line) - reach
     return Projection(arc[seg] + tt * np.sqrt(length2[seg]), np.einsum("ij,ij->i", r, r))
 
 
