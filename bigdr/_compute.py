@@ -109,18 +109,34 @@ class _Lines(dask.callbacks.Callback):
             _line(done, done, time.monotonic() - self.t0, self.out)
 
 
+#: Seconds between two questions to a cluster's scheduler about a compute's progress (lines still come
+#: every :data:`LINE_INTERVAL`): the answer is also how the compute learns it has ended.
+POLL_INTERVAL = 0.1
+
+
 def _distributed_lines(futures: list, every: float, out: Any) -> None:
-    """Progress lines from a cluster's scheduler while ``futures`` compute."""
+    """Progress lines from a cluster's scheduler while ``futures`` compute.
+
+    The scheduler answers every :data:`POLL_INTERVAL` seconds, and a line is
+    printed at most every ``every`` seconds. (Asked only every ``every``
+    seconds, the scheduler told of the end up to that long after it: a PCA
+    that computed in 0.4 s on a cluster returned after 20 s.)
+    """
     from distributed.diagnostics.progressbar import TextProgressBar
 
     class Lines(TextProgressBar):
+        printed = 0.0
+
         def _draw_bar(self, remaining: int, all: int, **kwargs: Any) -> None:  # noqa: A002 - distributed's name
-            _line(all - remaining, all, self.elapsed, out)
+            if remaining and self.elapsed - self.printed >= every:
+                self.printed = self.elapsed
+                _line(all - remaining, all, self.elapsed, out)
 
-        def _draw_stop(self, **kwargs: Any) -> None:
-            pass
+        def _draw_stop(self, remaining: int = 0, all: int = 0, status: str = "", **kwargs: Any) -> None:  # noqa: A002
+            if status == "finished" and self.elapsed >= every:  # as on threads: a last line if any came before
+                _line(all, all, self.elapsed, out)
 
-    Lines(futures, interval=f"{every}s", complete=True)
+    Lines(futures, interval=f"{min(every, POLL_INTERVAL)}s", complete=True)
 
 
 def _compute_with_progress(collections, kwargs):

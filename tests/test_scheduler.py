@@ -56,6 +56,27 @@ def test_progress_lines_for_logs(where, capsys, request):
     assert "\r" not in "".join(lines)
 
 
+def test_progress_lines_on_a_cluster_do_not_hold_back_the_result(cluster_client):
+    """The result comes when the tasks end, not at the next progress line (an hour away here)."""
+    import threading
+
+    import dask.array as da
+
+    from bigdr._compute import compute, progress
+
+    out = []
+
+    def run():
+        with dask.config.set({"bigdr.progress-interval": 3600}), progress("lines"):
+            with cluster_client.as_current(), dask.config.set(scheduler=cluster_client.get):
+                out.append(compute(da.ones((40, 3), chunks=(1, 3)).sum()))
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert out == [(120,)]
+
+
 def test_progress_rejects_unknown_modes():
     from bigdr._compute import progress
 
