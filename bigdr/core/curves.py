@@ -147,24 +147,24 @@ def _refine_curve(
 ) -> Projection:
     """:data:`REFINE_STEPS` Gauss-Newton steps ``z += f'(z).r / |f'(z)|^2`` from ``z0`` for a curve (d = 1).
 
-    Written out for one latent axis, with the kernel, its slope and both
-    products with ``alpha`` as whole-block operations: the general
-    einsum form took 1.5 times as long, and this step is most of a pass.
+    Written out for one latent axis. The slope needs no ``c_j - z`` array:
+    ``s^2 f'(z) = sum_j k_j (c_j - z) alpha_j = K (c alpha) - z K alpha``,
+    two products of the kernel matrix, which is :func:`kernel`'s one product
+    and ``exp``. Forming ``c_j - z`` and its square had taken about a third
+    of a step on one thread; the two forms' sums agree to 1e-14.
     """
     X = X.astype(np.float64, copy=False)
-    g = -0.5 / width**2
+    c_alpha = c[:, None] * alpha
     z = z0
     for it in range(REFINE_STEPS + 1):
-        U = c[None, :] - z[:, None]  # (b, M)
-        K = U * U
-        K *= g
-        np.exp(K, out=K)
-        r = K @ alpha
-        np.subtract(X, r, out=r)  # residuals x - f(z)
+        K = kernel(z, c, width)
+        f = K @ alpha
+        r = np.subtract(X, f)  # residuals x - f(z)
         if it == REFINE_STEPS:
             break
-        U *= K
-        J = U @ alpha  # width^2 f'(z)
+        f *= z[:, None]
+        J = K @ c_alpha
+        J -= f  # width^2 f'(z)
         num, den = np.einsum("ij,ij->i", J, r), np.einsum("ij,ij->i", J, J)
         delta = np.where(den > 0, num / np.maximum(den, np.finfo(float).tiny), 0.0) * width**2
         z = np.clip(np.clip(z + delta, z0 - step, z0 + step), 0.0, 1.0)
