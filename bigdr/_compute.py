@@ -119,8 +119,8 @@ def _distributed_lines(futures: list, every: float, out: Any) -> None:
 
     The scheduler answers every :data:`POLL_INTERVAL` seconds, and a line is
     printed at most every ``every`` seconds. (Asked only every ``every``
-    seconds, the scheduler told of the end up to that long after it: a PCA
-    that computed in 0.4 s on a cluster returned after 20 s.)
+    seconds, the scheduler told of the end up to that long after it: the
+    command line's PCA of 400,000 rows on a cluster, 0.4 s of work, took 40 s.)
     """
     from distributed.diagnostics.progressbar import TextProgressBar
 
