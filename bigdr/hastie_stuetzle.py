@@ -19,6 +19,7 @@ import numpy as np
 from ._compute import compute
 from ._validation import check_int, check_n_features, check_real
 from .base import BigdrEstimator, chunk_bytes_of, like_input
+from .core.curves import settled
 from .core.eigen import scatter_eigh
 from .core.polyline import (
     PIECE_ROWS,
@@ -190,8 +191,7 @@ class HastieStuetzleCurve(BigdrEstimator):
             reach = REACH * length
             span = max(float(self.span), START_SPAN * SHRINK**it)
             vertices = smooth(sums, -reach, length + reach, G, span * length)
-            settled = len(objective) > 1 and abs(objective[-2] - objective[-1]) <= self.tol * abs(objective[-1])
-            if settled and span == float(self.span):
+            if settled(objective, self.tol) and span == float(self.span):
                 converged = True
                 break
         self.vertices_ = vertices

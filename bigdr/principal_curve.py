@@ -30,6 +30,7 @@ from .core.curves import (
     merge_curve_sums,
     penalty,
     project,
+    settled,
     solve_alpha,
 )
 from .core.eigen import scatter_eigh
@@ -100,11 +101,6 @@ def _geodesic_start(rows, mean, directions, c, width, lam, seed) -> np.ndarray:
         if np.dot(z[:, e] - z[:, e].mean(), along[:, e]) < 0:
             z[:, e] = 1.0 - z[:, e]
     return solve_alpha(curve_sums(X, z, c, width, 0.0), c, width, lam)
-
-
-def _settled(objective: list[float], tol: float) -> bool:
-    """``R`` changed by at most ``tol`` (relative) at the last iteration."""
-    return len(objective) > 1 and abs(objective[-2] - objective[-1]) <= tol * abs(objective[-1])
 
 
 class PrincipalCurve(BigdrEstimator):
@@ -277,16 +273,16 @@ class PrincipalCurve(BigdrEstimator):
                 sums = step(sample, mean, alpha)
                 sample_objective.append(sums.residual / sums.n + 0.5 * lam * penalty(alpha, c, width))
                 alpha = solve_alpha(sums, c, width, lam)
-                if _settled(sample_objective, self.tol):
+                if settled(sample_objective, self.tol):
                     break
         objective: list[float] = []
         for _ in range(int(self.max_iter)):
             (sums,) = compute(tree_reduce(Xd, step, merge_curve_sums, shared=(dask.delayed(mean), dask.delayed(alpha))))
             objective.append(sums.residual / n + 0.5 * lam * penalty(alpha, c, width))
             alpha = solve_alpha(sums, c, width, lam)
-            if _settled(objective, self.tol):
+            if settled(objective, self.tol):
                 break
-        converged = _settled(objective, self.tol)
+        converged = settled(objective, self.tol)
         self.gram_, self.cross_, self.residual_sum_ = sums.gram, sums.cross, float(sums.residual)
         self.latent_range_ = np.stack([sums.low, sums.high])
         self.n_samples_seen_ = int(n)

@@ -261,6 +261,11 @@ def solve_alpha(sums: CurveSums, c: np.ndarray, width: float, lam: float) -> np.
     return scipy.linalg.solve(A, sums.cross, assume_a="pos")
 
 
+def settled(objective: list[float], tol: float) -> bool:
+    """The stopping rule of the curves' alternations: the objective changed by at most ``tol`` (relative) last time."""
+    return len(objective) > 1 and abs(objective[-2] - objective[-1]) <= tol * abs(objective[-1])
+
+
 def penalty(alpha: np.ndarray, c: np.ndarray, width: float) -> float:
     """``tr(alpha^T K_c alpha)``: the squared norm of ``f`` in the kernel's feature space."""
     return float(np.einsum("jp,jl,lp->", alpha, kernel(c, c, width), alpha))
