@@ -110,7 +110,7 @@ def store(n: int) -> Path:
 
 def child(args):
     import bigdr
-    from bigdr.principal_curve import PrincipalCurve
+    from bigdr.curves.principal_curve import PrincipalCurve
 
     case, n = args[0], int(args[1])
     path = store(n)
@@ -149,7 +149,7 @@ def blas_floor(block, mean, K):
     general product) and ``K^T X``. What any exact coefficient step computes per row, at BLAS speed."""
     from scipy.linalg.blas import dsyrk
 
-    from bigdr.principal_curve import _centred_pieces
+    from bigdr.curves.principal_curve import _centred_pieces
 
     gram, cross = np.zeros((K.shape[1], K.shape[1])), np.zeros((K.shape[1], len(mean)))
     for X in _centred_pieces(block, mean):
@@ -168,11 +168,11 @@ def iteration_rounds(model, path, rounds: int = 3) -> list[dict]:
     import dask
 
     import bigdr
-    from bigdr._compute import compute
+    from bigdr.blockwise.reduce import tree_reduce
     from bigdr.core.curves import PIECE_ROWS, kernel, merge_curve_sums
+    from bigdr.curves.principal_curve import CHUNK_BYTES, _initial_sums, _iteration_sums
     from bigdr.io import chunk_budget
-    from bigdr.principal_curve import CHUNK_BYTES, _initial_sums, _iteration_sums
-    from bigdr.reduce import tree_reduce
+    from bigdr.runtime.compute import compute
 
     c, width, grid = model._settings()
     X = bigdr.as_array(str(path), check_finite=False, chunk_bytes=chunk_budget(CHUNK_BYTES))
@@ -207,7 +207,7 @@ def iteration_rounds(model, path, rounds: int = 3) -> list[dict]:
 
 
 def run_growth():
-    from bigdr.principal_curve import PrincipalCurve
+    from bigdr.curves.principal_curve import PrincipalCurve
 
     rows = []
     for name, truth, n, X in growth_sets():
@@ -239,7 +239,7 @@ def run_growth():
 
 def run_converge():
     """The growth section's fits from the default start, iterated to a tighter tolerance: mean and median distance."""
-    from bigdr.principal_curve import PrincipalCurve
+    from bigdr.curves.principal_curve import PrincipalCurve
 
     rows = []
     for name, truth, n, X in growth_sets():
@@ -276,7 +276,7 @@ def run_converge():
 
 def run_reg():
     """The held-out rule for lambda (RegPath.chosen) against the fixed default, by the distance to the true curve."""
-    from bigdr.principal_curve import PrincipalCurve, reg_path
+    from bigdr.curves.principal_curve import PrincipalCurve, reg_path
 
     regs = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
     rows = []
@@ -318,8 +318,8 @@ def run_reg():
 
 def run_figure():
     """docs/_static/curve-spiral.png: the 10M-row spiral's density in its plane with the fitted curve."""
+    from bigdr.curves.principal_curve import PrincipalCurve
     from bigdr.plot import structure
-    from bigdr.principal_curve import PrincipalCurve
 
     path = store(10_000_000)
     model = PrincipalCurve(20, max_iter=50, tol=1e-4, sample_size=200_000, random_state=0).fit(str(path))
@@ -401,11 +401,11 @@ def hs_child(path, n: int) -> dict:
     import dask
 
     import bigdr
-    from bigdr._compute import compute
+    from bigdr.blockwise.reduce import tree_reduce
     from bigdr.core.polyline import merge_polyline_sums
-    from bigdr.hastie_stuetzle import CHUNK_BYTES, HastieStuetzleCurve, _pass_sums
+    from bigdr.curves.hastie_stuetzle import CHUNK_BYTES, HastieStuetzleCurve, _pass_sums
     from bigdr.io import chunk_budget
-    from bigdr.reduce import tree_reduce
+    from bigdr.runtime.compute import compute
 
     model = HastieStuetzleCurve()
     with PeakRSS() as rss:
@@ -428,7 +428,7 @@ def hs_child(path, n: int) -> dict:
 
 def run_hs():
     """The Hastie-Stuetzle curve: distance against n on the growth curves, and the spiral stores."""
-    from bigdr.hastie_stuetzle import HastieStuetzleCurve
+    from bigdr.curves.hastie_stuetzle import HastieStuetzleCurve
 
     growth = []
     for name, truth, n, X in growth_sets():

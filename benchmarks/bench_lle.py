@@ -91,8 +91,8 @@ def child(args):
         from scipy.sparse.linalg import splu
 
         from bigdr.core.eigen import nested_dissection
+        from bigdr.graph.barycentric import factors
         from bigdr.graph.knn import knn_graph
-        from bigdr.graph.lle import factors
 
         X, _, _ = small(1_000_000)
         ind, _ = knn_graph(X, K).compute()

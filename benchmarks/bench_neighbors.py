@@ -169,7 +169,7 @@ def child(args):
         ind, seconds, _ = all_rows(method, X)
         return {"seconds": seconds, "recall": recall(ind[rows], exact_sample(X, rows))}
     if what == "landmarks":
-        from bigdr.graph.landmarks import select_landmarks
+        from bigdr.blockwise.sampling import select_landmarks
 
         store = Path(args[1])
         select_landmarks(np.zeros((100, 3)), 10)  # untimed first call

@@ -176,7 +176,7 @@ class _Stages:
     """Wall time of the partitioned fit's stages and its blockwise products (wrappers around the real calls)."""
 
     def __init__(self):
-        import bigdr.spectral_partitioned as sp_mod
+        import bigdr.manifold.spectral_partitioned as sp_mod
         from bigdr.graph.blocked import BlockedMatrix
 
         self.mod, self.cls = sp_mod, BlockedMatrix

@@ -28,7 +28,7 @@ def child(args):
     import dask.array as da
     import numpy as np
 
-    from bigdr.cli import main
+    from bigdr.cli.main import main
     from bigdr.io import open_zarr
 
     store = str(swiss_roll_store(N))

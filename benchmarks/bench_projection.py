@@ -51,7 +51,7 @@ def run_memory():
     from threadpoolctl import threadpool_limits
 
     import bigdr
-    from bigdr.projection import projection_rows
+    from bigdr.random_projection import projection_rows
 
     rng = np.random.default_rng(0)
     X = np.empty((1_000_000, 1000), dtype=np.float32)
@@ -132,8 +132,8 @@ def make_dense_store():
 
 def child(args):
     import bigdr
-    from bigdr._compute import compute
-    from bigdr.projection import projection_input
+    from bigdr.random_projection import projection_input
+    from bigdr.runtime.compute import compute
 
     kind, what, rows = args[0], args[1], int(args[2])
     store = SPARSE_STORE if kind == "sparse" else DENSE_STORE

@@ -104,8 +104,8 @@ def child(args):
     import dask.array as da
 
     import bigdr
+    from bigdr.curves.ridge import RidgeEstimator
     from bigdr.io import open_zarr
-    from bigdr.ridge import RidgeEstimator
 
     case = args[0]
     path = store()
@@ -178,8 +178,8 @@ def run_scale():
 def run_support():
     import dask.array as da
 
+    from bigdr.curves.ridge import RidgeEstimator
     from bigdr.io import open_zarr
-    from bigdr.ridge import RidgeEstimator
 
     X = np.asarray(da.from_zarr(open_zarr(str(store()), dataset="X")).compute(), dtype=np.float64)
     rows = []
@@ -261,8 +261,8 @@ def run_crispy_once(python: str, X: np.ndarray, G: np.ndarray, h: float, timeout
 def run_crispy():
     import dask.array as da
 
+    from bigdr.curves.ridge import RidgeEstimator
     from bigdr.io import open_zarr
-    from bigdr.ridge import RidgeEstimator
 
     python = os.environ.get("CRISPY_PYTHON")
     if not python:
@@ -316,8 +316,8 @@ def run_crispy():
 
 def run_figure():
     """docs/_static/ridge-filaments.png: the 1M rows' density (x, y) with the ridge found by the defaults."""
+    from bigdr.curves.ridge import RidgeEstimator
     from bigdr.plot import structure
-    from bigdr.ridge import RidgeEstimator
 
     path = store()
     model = RidgeEstimator(random_state=0).fit(f"{path}/X")

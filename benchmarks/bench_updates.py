@@ -175,10 +175,10 @@ RELAX_RTOLS = (0.5, 0.1, 1e-2, 1e-3, 1e-4)
 def child_relax() -> dict:
     """Geodesic relaxation thresholds against a full Dijkstra re-solve of the updated graph."""
     import bigdr
+    from bigdr.blockwise.sampling import row_keys
     from bigdr.core.triangulation import landmark_mds, triangulate_distances
-    from bigdr.graph.landmarks import row_keys
+    from bigdr.graph.incremental import relax_geodesics, reservoir, update_knn
     from bigdr.graph.sparse import csr_from_lists, landmark_geodesics
-    from bigdr.graph.update import relax_geodesics, reservoir, update_knn
 
     X = _roll(1_010_000, 0)
     model = bigdr.Isomap(landmarks=256, graph_sample=100_000).fit(X[:1_000_000])

@@ -22,13 +22,13 @@ import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from ._compute import compute
+from .blockwise.extension import Extension, extend_blockwise, score_blockwise
 from .core.drift import drift_report, with_history
 from .exceptions import NotFittedError
-from .extension import Extension, extend_blockwise, score_blockwise
 from .io import as_array
 from .io.model import write_model
-from .memory import MemoryEstimate, Part, check_memory, streaming
+from .runtime.compute import compute
+from .runtime.memory import MemoryEstimate, Part, check_memory, streaming
 
 _REGISTRY: dict[str, type[BigdrEstimator]] = {}
 
@@ -123,7 +123,7 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         """The predicted peak memory of ``fit_transform(X)``, reading no data.
 
         Computed from the parameters and the shape, dtype and chunks of ``X``
-        (see :mod:`bigdr.memory`); ``fit`` compares the same estimate with the
+        (see :mod:`bigdr.runtime.memory`); ``fit`` compares the same estimate with the
         memory available and refuses, before any work, a fit that would not
         fit. ``str(estimate.describe())`` says what the memory holds.
         """
@@ -217,7 +217,7 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
 
 
 class ExtensionEstimator(BigdrEstimator):
-    """An estimator whose ``transform`` is a blockwise :class:`~bigdr.extension.Extension`.
+    """An estimator whose ``transform`` is a blockwise :class:`~bigdr.blockwise.extension.Extension`.
 
     Subclasses build the extension from fitted attributes only
     (:meth:`_make_extension`), so a loaded model rebuilds it on first use.

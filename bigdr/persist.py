@@ -17,7 +17,7 @@ from typing import Any
 
 from .base import BigdrEstimator, registered
 from .io.model import read_model, write_model
-from .methods import import_all
+from .registry import import_all
 
 
 def save(

@@ -134,9 +134,9 @@ def bin_embedding(
     """The pixel grid of :func:`embedding`: ``(bins, extent, categories, n)``, two passes over the rows."""
     import dask.array as da
 
-    from ._compute import compute
+    from .blockwise.reduce import tree_reduce
     from .io import as_array
-    from .reduce import tree_reduce
+    from .runtime.compute import compute
 
     Yd = as_array(Y, name="embedding", min_rows=1)
     if Yd.shape[1] < 2:
@@ -307,8 +307,8 @@ def biplot(
     import matplotlib.pyplot as plt
 
     from ._validation import check_int
-    from .factor_analysis import FactorAnalysis
-    from .pca import PCA
+    from .decomposition.factor_analysis import FactorAnalysis
+    from .decomposition.pca import PCA
 
     if not isinstance(model, (PCA, FactorAnalysis)) or not hasattr(model, "components_"):
         raise TypeError(f"A biplot needs a fitted PCA or FactorAnalysis; got {type(model).__name__}.")
@@ -376,10 +376,10 @@ def structure(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .hastie_stuetzle import HastieStuetzleCurve
+    from .curves.hastie_stuetzle import HastieStuetzleCurve
+    from .curves.principal_curve import PrincipalCurve
+    from .curves.ridge import RidgeEstimator
     from .io import as_array
-    from .principal_curve import PrincipalCurve
-    from .ridge import RidgeEstimator
 
     kinds = (PrincipalCurve, HastieStuetzleCurve, RidgeEstimator)
     if not isinstance(model, kinds) or not hasattr(model, "n_features_in_"):

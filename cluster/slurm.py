@@ -13,7 +13,7 @@ sees. Use ``--pbs`` for PBS/Torque (``PBSCluster``, same options).
 import argparse
 import sys
 
-from bigdr.cli import main as bigdr_main
+from bigdr.cli.main import main as bigdr_main
 
 
 def run() -> int:

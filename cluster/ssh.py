@@ -12,7 +12,7 @@ installed) and passwordless SSH from here; data paths must be shared.
 import argparse
 import sys
 
-from bigdr.cli import main as bigdr_main
+from bigdr.cli.main import main as bigdr_main
 
 
 def run() -> int:

@@ -19,7 +19,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import bigdr
 from bigdr.exceptions import NotFittedError
-from bigdr.methods import import_all
+from bigdr.registry import import_all
 
 CLASSES = import_all()
 

@@ -3,8 +3,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bigdr.blockwise.reduce import tree_reduce
 from bigdr.core.stats import Moments, merge_all, merge_moments, merge_qr, moments_block, qr_block
-from bigdr.reduce import tree_reduce
 
 
 def _data(seed, n=400, p=6):

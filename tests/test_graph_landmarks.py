@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bigdr.graph.landmarks import maxmin, select_landmarks, uniform_sample
+from bigdr.blockwise.sampling import maxmin, select_landmarks, uniform_sample
 
 
 @settings(max_examples=15, deadline=None)

@@ -5,11 +5,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse.csgraph import dijkstra
 
+from bigdr.blockwise.sampling import row_keys
 from bigdr.datasets import make_swiss_roll
-from bigdr.graph.landmarks import row_keys
+from bigdr.graph.incremental import relax_geodesics, reservoir, update_knn
 from bigdr.graph.neighbors import NeighborIndex, drop_self
 from bigdr.graph.sparse import csr_from_lists, landmark_geodesics
-from bigdr.graph.update import relax_geodesics, reservoir, update_knn
 
 
 def _knn(rows, k):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bigdr.core.polyline import project
-from bigdr.hastie_stuetzle import REACH, SHRINK, START_SPAN, HastieStuetzleCurve
+from bigdr.curves.hastie_stuetzle import REACH, SHRINK, START_SPAN, HastieStuetzleCurve
 
 
 def extend(V, reach):

@@ -202,7 +202,7 @@ def test_an_update_moves_earlier_rows_little(roll6k):
 def test_reservoir_keeps_the_sample_a_fit_would_draw(roll6k):
     model = _updated(roll6k, 2000, [1500, 3000], graph_sample=1500)
     assert model.mode_ == "sampled" and model.reference_cap_ == 1500
-    from bigdr.graph.landmarks import row_keys
+    from bigdr.blockwise.sampling import row_keys
 
     keys = row_keys(0, 6000, model.seed_)
     landmark_keys = model.reference_keys_[model.landmark_indices_]

@@ -13,9 +13,9 @@ from sklearn.manifold import LocallyLinearEmbedding as SkLLE
 from sklearn.manifold._locally_linear import barycenter_weights as sk_barycenter_weights
 
 import bigdr
-from bigdr.core.lle import barycenter_weights
+from bigdr.core.local_linear import barycenter_weights
 from bigdr.exceptions import DisconnectedGraphWarning
-from bigdr.graph.lle import landmark_statistics
+from bigdr.graph.barycentric import landmark_statistics
 
 K = 12
 
@@ -183,7 +183,7 @@ def test_landmark_mode_on_a_real_cluster(cluster_client, swiss_roll_small, tmp_p
 
 
 def test_landmark_statistics_pieces_do_not_change_them(landmark_model, monkeypatch):
-    import bigdr.graph.lle as glle
+    import bigdr.graph.barycentric as glle
 
     model, X = landmark_model
     monkeypatch.setattr(glle, "STATS_PIECE_ROWS", 37)

@@ -9,11 +9,11 @@ from scipy.spatial.distance import cdist
 from sklearn.manifold import ClassicalMDS as SkClassicalMDS
 
 import bigdr
-import bigdr.mds
+import bigdr.manifold.mds
 from bigdr import ClassicalMDS, LandmarkMDS, load
+from bigdr.blockwise.extension import extend_blockwise
 from bigdr.core.triangulation import double_centre, landmark_mds, triangulate
 from bigdr.exceptions import NonEuclideanWarning
-from bigdr.extension import extend_blockwise
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def test_large_precomputed_store_uses_the_randomized_solver(tmp_path, points, mo
     store = tmp_path / "d.zarr"
     zarr.create_array(str(store), shape=D.shape, chunks=(128, 128), dtype="f8")[:] = D
     dense = ClassicalMDS(3, metric="precomputed").fit(D)
-    monkeypatch.setattr(bigdr.mds, "DENSE_EIGH_MAX", 100)
+    monkeypatch.setattr(bigdr.manifold.mds, "DENSE_EIGH_MAX", 100)
     est = ClassicalMDS(3, metric="precomputed", n_iter=6, random_state=1)
     Y = est.fit_transform(str(store))
     assert isinstance(Y, da.Array) and not est.spectrum_complete_
@@ -113,19 +113,19 @@ def test_seed_used_is_stored_when_random_state_is_none(points):
 
 def test_fit_on_a_store_computes_no_embedding(tmp_path, points, monkeypatch):
     # Regression: ClassicalMDS.fit on a store computed the n x k embedding into the driver and dropped it.
-    import bigdr._compute
+    import bigdr.runtime.compute
 
     store = tmp_path / "x.zarr"
     bigdr.write_zarr(points, store)
     shapes = []
-    real = bigdr._compute.compute
+    real = bigdr.runtime.compute.compute
 
     def spy(*collections, **kwargs):
         out = real(*collections, **kwargs)
         shapes.extend(getattr(o, "shape", ()) for o in out)
         return out
 
-    for module in ("bigdr.pca", "bigdr.mds"):
+    for module in ("bigdr.decomposition.pca", "bigdr.manifold.mds"):
         monkeypatch.setattr(f"{module}.compute", spy)
     est = ClassicalMDS(2).fit(str(store))
     assert est.eigenvalues_.shape == (2,) and not hasattr(est, "embedding_")

@@ -1,4 +1,4 @@
-"""bigdr.memory: estimates by part and phase, the limit, the refusal."""
+"""bigdr.runtime.memory: estimates by part and phase, the limit, the refusal."""
 
 import dask
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 import bigdr
 from bigdr.exceptions import MemoryBudgetError
-from bigdr.memory import OVERHEAD, MemoryEstimate, Part, check_memory, format_bytes, memory_limit
+from bigdr.runtime.memory import OVERHEAD, MemoryEstimate, Part, check_memory, format_bytes, memory_limit
 
 
 def test_phases_do_not_add_up_but_held_parts_do():

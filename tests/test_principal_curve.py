@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bigdr.principal_curve import PrincipalCurve
+from bigdr.curves.principal_curve import PrincipalCurve
 
 
 def textbook(X, M, width, lam, grid_size, iterations):
@@ -169,7 +169,7 @@ def test_a_sample_phase_reaches_the_curve_of_full_passes_in_fewer_of_them(noisy_
 
 
 def test_a_principal_manifold_fits_a_curved_sheet():
-    from bigdr.principal_curve import PrincipalManifold
+    from bigdr.curves.principal_curve import PrincipalManifold
 
     rng = np.random.default_rng(7)
     u, v = rng.uniform(-1, 1, 1500), rng.uniform(-1, 1, 1500)
@@ -215,7 +215,7 @@ def test_two_dimensional_projection_equals_a_dense_search_then_newton():
 
 
 def test_reg_path_traces_the_fit_against_lambda(noisy_circle):
-    from bigdr.principal_curve import reg_path
+    from bigdr.curves.principal_curve import reg_path
 
     path = reg_path(noisy_circle, regs=[1e-5, 1e-3, 1e-1], random_state=0, n_centres=12, max_iter=20)
     assert path.regs.tolist() == [1e-5, 1e-3, 1e-1] and path.held_out.shape == (3,)
@@ -227,7 +227,7 @@ def test_reg_path_traces_the_fit_against_lambda(noisy_circle):
 
 
 def test_the_chosen_lambda_is_the_largest_within_the_slack_of_the_best():
-    from bigdr.principal_curve import RegPath
+    from bigdr.curves.principal_curve import RegPath
 
     path = RegPath(np.array([1e-5, 1e-4, 1e-3, 1e-2]), np.zeros(4), np.array([1.002, 1.0, 1.009, 1.3]), np.ones(4))
     assert path.chosen() == 1e-3 and path.chosen(slack=0.0) == 1e-4 and path.chosen(slack=0.5) == 1e-2

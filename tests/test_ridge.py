@@ -4,7 +4,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from bigdr.ridge import RidgeEstimator
+from bigdr.curves.ridge import RidgeEstimator
 
 
 def textbook_scms(X, queries, h, dim, tol=1e-8, max_iter=500):
@@ -213,7 +213,7 @@ def test_bad_input_is_refused(kwargs, X, message):
 
 
 def test_ridge_stability_falls_as_the_bandwidth_grows_past_the_noise():
-    from bigdr.ridge import ridge_stability
+    from bigdr.curves.ridge import ridge_stability
 
     X = noisy_circle(4000, seed=9)
     result = ridge_stability(X, [0.03, 0.1, 0.3], n_queries=300, random_state=0)

@@ -361,7 +361,7 @@ def product_of_rolls(n: int, seed: int = 0) -> np.ndarray:
 
 def test_isomap_sample_grows_with_the_manifold_dimension_and_warns_when_too_small(monkeypatch):
     import bigdr.core.dimension as dimension
-    import bigdr.isomap as isomap
+    import bigdr.manifold.isomap as isomap
 
     # The rule at a scale a test can afford: 100 rows resolve a 2-D manifold.
     monkeypatch.setattr(isomap, "GRAPH_ALL_MAX", 2000)

@@ -1,7 +1,7 @@
 import dask
 import pytest
 
-from bigdr.scheduler import ENV, default_spec, use_scheduler
+from bigdr.runtime.scheduler import ENV, default_spec, use_scheduler
 
 
 def test_threads_by_default_and_from_the_environment(monkeypatch):
@@ -39,7 +39,7 @@ def test_progress_lines_for_logs(where, capsys, request):
 
     import dask.array as da
 
-    from bigdr._compute import compute, progress
+    from bigdr.runtime.compute import compute, progress
 
     X = da.ones((40, 3), chunks=(1, 3)).map_blocks(_slow)
     with dask.config.set({"bigdr.progress-interval": 0.1}), progress("lines"):
@@ -62,7 +62,7 @@ def test_progress_lines_on_a_cluster_do_not_hold_back_the_result(cluster_client)
 
     import dask.array as da
 
-    from bigdr._compute import compute, progress
+    from bigdr.runtime.compute import compute, progress
 
     out = []
 
@@ -78,7 +78,7 @@ def test_progress_lines_on_a_cluster_do_not_hold_back_the_result(cluster_client)
 
 
 def test_progress_rejects_unknown_modes():
-    from bigdr._compute import progress
+    from bigdr.runtime.compute import progress
 
     with pytest.raises(ValueError, match="'bar', 'lines' or False"):
         with progress("verbose"):

@@ -16,7 +16,7 @@ False)``). This module is the one place that chooses a solver:
 * :func:`scatter_eigh` and :func:`qr_eigh` (PCA's mergeable states).
 
 Algorithms written as dask graphs that feed these solvers live in
-:mod:`bigdr.linalg`.
+:mod:`bigdr.blockwise.linalg`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Mergeable one-pass statistics: ``block -> state``, ``merge(state, state)``.
 
-One set of functions serves the out-of-core fit (:func:`bigdr.reduce.tree_reduce`
+One set of functions serves the out-of-core fit (:func:`bigdr.blockwise.reduce.tree_reduce`
 over row blocks), the distributed fit (the same graph on a cluster), ``partial_fit``
 (merge a new batch into the model's state) and the property tests (any split,
 any merge order, same answer).

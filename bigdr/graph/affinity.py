@@ -3,7 +3,7 @@
 The geometry layer of the spectral methods (diffusion maps, Laplacian
 eigenmaps). Everything here works on the in-memory graph of a reference set
 (all rows, or landmarks) and on numpy blocks of new rows; the estimators in
-:mod:`bigdr.spectral` choose which; :mod:`bigdr.graph.operators` turns an
+:mod:`bigdr.manifold.spectral` choose which; :mod:`bigdr.graph.operators` turns an
 affinity into Markov matrices and Laplacians.
 
 Affinity (sparse, symmetric). Each row is joined to its ``k`` nearest other

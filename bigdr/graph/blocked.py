@@ -24,7 +24,7 @@ import dask
 import numpy as np
 import scipy.sparse as sp
 
-from .._compute import compute, shared
+from ..runtime.compute import compute, shared
 from .affinity import edge_weights, symmetrise
 from .operators import Operator
 

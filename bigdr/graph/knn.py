@@ -13,8 +13,8 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._compute import compute
 from ..io import as_array, from_numpy
+from ..runtime.compute import compute
 from .neighbors import (
     BACKENDS,
     NeighborIndex,

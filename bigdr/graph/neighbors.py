@@ -46,10 +46,10 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._compute import compute
 from .._validation import check_n_features
 from ..core.distances import CDIST_METRICS, CDIST_NAMES, KDTREE_METRICS, unit_rows
 from ..io import as_array
+from ..runtime.compute import compute
 
 #: cKDTree beats NN-descent up to about this many dimensions (measured).
 KDTREE_MAX_DIM = 15

@@ -38,9 +38,9 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._compute import compute, parallelism
 from .._random import resolve_seed
 from ..core.distances import pairwise_distances, unit_rows
+from ..runtime.compute import compute, parallelism
 from .neighbors import BACKENDS, choose_method, drop_self
 
 #: Metrics the routing's triangle-inequality bound holds for (sqeuclidean and
@@ -219,7 +219,7 @@ def partitioned_graph(
     """Lazy (indices, distances) of the partitioned kNN graph (validated input; see :func:`knn_graph`)."""
     from sklearn.cluster import KMeans
 
-    from .landmarks import uniform_sample
+    from ..blockwise.sampling import uniform_sample
 
     if metric not in PARTITION_METRICS:
         raise ValueError(f"A partitioned graph supports the metrics {', '.join(PARTITION_METRICS)}; got {metric!r}.")

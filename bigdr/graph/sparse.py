@@ -25,11 +25,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components as _cc
 
-from .._compute import compute, parallelism
 from .._validation import check_real
 from ..core.distances import KDTREE_METRICS
 from ..exceptions import DisconnectedGraphWarning
 from ..io import as_array
+from ..runtime.compute import compute, parallelism
 from .knn import KNNGraph
 from .neighbors import NeighborIndex
 
@@ -255,9 +255,9 @@ def geodesic_coordinates(
     curve the coordinate is arc length, where a principal component folds
     a bent curve onto itself.
     """
+    from ..blockwise.sampling import maxmin
     from ..core.triangulation import geodesic_mds, triangulate_distances
     from .knn import knn_graph
-    from .landmarks import maxmin
 
     points = np.asarray(points, dtype=np.float64)
     m = len(points)

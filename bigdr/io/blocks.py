@@ -105,7 +105,7 @@ def store_together(
 
 def compute_also(graph: Any, also: dict[str, Any] | None) -> None:
     """Compute ``graph`` and the values of ``also`` in one pass; ``also``'s values become their results."""
-    from .._compute import compute
+    from ..runtime.compute import compute
 
     names = list(also or {})
     results = compute(graph, *(also[n] for n in names)) if also else compute(graph)

@@ -55,7 +55,7 @@ def write_obsm(embedding: Any, store: str | os.PathLike, key: str, overwrite: bo
     """
     import zarr
 
-    from .._compute import compute
+    from ..runtime.compute import compute
     from .outputs import publish
     from .read import as_array
 

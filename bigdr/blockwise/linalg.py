@@ -1,0 +1,90 @@
+"""Linear algebra written as dask graphs: each product is one pass over the data.
+
+These build the operators and passes that the in-memory eigensolvers of
+:mod:`bigdr.core.eigen` work on; results follow its convention
+(:class:`~bigdr.core.eigen.Eigenpairs`: vectors as columns, signs fixed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import scipy.linalg
+
+from ..core.eigen import Eigenpairs, flip_signs, randomized_eigh
+from ..runtime.compute import compute
+
+
+def randomized_scatter_eig(
+    X: da.Array,
+    mean: np.ndarray,
+    n_components: int,
+    n_oversamples: int = 10,
+    n_iter: int = 4,
+    random_state: Any = None,
+) -> Eigenpairs:
+    """Top eigenpairs of the scatter of ``X - mean`` by randomized subspace iteration.
+
+    :func:`~bigdr.core.eigen.randomized_eigh` applied to ``A = Xc^T Xc`` with
+    ``Xc = X - mean`` formed block by block inside the graph (the centred
+    matrix is never stored): each product ``Xc^T (Xc Z)`` is one pass over
+    ``X``, which may be chunked along both axes. The test matrix is drawn
+    from ``random_state`` in the driver, so the result does not depend on
+    chunking or scheduler. Eigenvalues are clipped at 0; vectors are (p, k).
+    """
+    n, p = X.shape
+    width = int(min(n_components + n_oversamples, p, n))
+    Xc = X - mean.astype(X.dtype)
+
+    def apply(Z: np.ndarray) -> np.ndarray:
+        Zd = da.from_array(Z, chunks=(X.chunks[1], Z.shape[1]))
+        return np.asarray(compute(Xc.T @ (Xc @ Zd))[0], dtype=np.float64)
+
+    eig = randomized_eigh(apply, p, width, n_iter, random_state)
+    return Eigenpairs(np.clip(eig.values[:n_components], 0, None), eig.vectors[:, :n_components], 0.0, False)
+
+
+def samples_gram_eig(X: da.Array, mean: np.ndarray) -> Eigenpairs:
+    """Eigen-decomposition of the n x n Gram of the centred rows (for n < p), descending.
+
+    ``Xc Xc^T = U diag(lam) U^T`` has the same nonzero eigenvalues as the p x p
+    scatter; components follow as ``Xc^T U / sqrt(lam)``: the smaller of the
+    two problems is solved.
+    """
+    Xc = X - mean.astype(X.dtype)
+    (K,) = compute(Xc @ Xc.T)
+    K = np.asarray(K, dtype=np.float64)
+    evals, U = scipy.linalg.eigh((K + K.T) / 2, check_finite=False)
+    order = np.argsort(evals)[::-1]
+    return Eigenpairs(np.clip(evals[order], 0, None), flip_signs(U[:, order]))
+
+
+def components_from_samples(X: da.Array, mean: np.ndarray, U: np.ndarray) -> np.ndarray:
+    """Right singular vectors ``Xc^T U / sqrt(lam)`` (p, k) for the given left vectors (one pass).
+
+    ``Xc^T u`` has norm ``sqrt(lam)``, so normalising each column is the division.
+    """
+    Xc = X - mean.astype(X.dtype)
+    Ud = da.from_array(U, chunks=(X.chunks[0], U.shape[1]))
+    (V,) = compute(Xc.T @ Ud)
+    V = np.asarray(V, dtype=np.float64)
+    # Directions with (numerically) zero variance are arbitrary; normalise
+    # rather than divide by ~0 so they stay finite unit vectors.
+    norms = np.linalg.norm(V, axis=0)
+    return flip_signs(V / np.where(norms > 0, norms, 1.0)[None, :])
+
+
+def double_centred_operator(D: da.Array) -> Callable[[np.ndarray], np.ndarray]:
+    """``Z -> -1/2 J (D**2) J Z`` with ``D**2`` formed blockwise inside each pass (n x n never stored)."""
+    A = D.astype(np.float64) ** 2
+
+    def apply(Z: np.ndarray) -> np.ndarray:
+        W = Z - Z.mean(axis=0)
+        (U,) = compute(A @ da.from_array(W, chunks=(A.chunks[1], W.shape[1])))
+        U = np.asarray(U, dtype=np.float64)
+        return -0.5 * (U - U.mean(axis=0))
+
+    return apply

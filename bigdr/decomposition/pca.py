@@ -1,0 +1,511 @@
+"""Principal component analysis for data larger than memory.
+
+PCA (Pearson 1901; Hotelling 1933) finds orthonormal directions ``v_1, ...,
+v_k`` maximising the variance of the projected centred data; they are the
+top eigenvectors of the sample covariance ``C = Xc^T Xc / (n - 1)``
+(equivalently the right singular vectors of ``Xc``), and the embedding is
+``(X - mean) V^T``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from .._random import resolve_seed
+from .._validation import check_choice, check_int, check_n_features
+from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
+from ..blockwise.linalg import components_from_samples, randomized_scatter_eig, samples_gram_eig
+from ..blockwise.reduce import tree_reduce
+from ..core.drift import chi2_threshold, residual_threshold
+from ..core.eigen import Eigenpairs, qr_eigh, scatter_eigh
+from ..core.spectrum import bulk_misfit, n_components_for_fraction, n_components_mp, n_components_whitened
+from ..core.stats import Moments, QRState, column_moments, merge_moments, merge_qr, qr_block, scatter_moments
+from ..exceptions import RankSelectionWarning
+from ..io import as_array, with_finite_check
+from ..runtime.compute import compute
+from ..runtime.memory import Part, streaming
+
+SOLVERS = ("auto", "covariance", "tsqr", "samples", "randomized")
+RANK_RULES = ("mp", "mp-whitened")
+RULE_ATTRIBUTES = ("mp_noise_variance_", "mp_edge_", "feature_noise_variance_", "whitened_edge_", "whitened_spectrum_")
+
+#: ``auto`` uses the one-pass covariance merge while the p x p state is at
+#: most 128 MiB (float64).
+MAX_COVARIANCE_FEATURES = 4096
+#: ``auto`` uses the n x n Gram route when n < p and the n x n matrix is at
+#: most about 3 GiB.
+#: Memory model (calibrated by benchmarks/bench_memory.py): row blocks held per
+#: worker thread in a pass, and scatter matrices alive in the merge tree.
+STREAM_COPIES = 2
+MERGE_STATES = 10
+MAX_SAMPLES_GRAM = 20_000
+
+
+# Block kernels take the block's first row so a NaN/Inf error names the row in the data.
+def _qr_of(block: np.ndarray, first_row: int) -> QRState:
+    return qr_block(block)
+
+
+#: solver -> (block kernel, merge, eigensolver of the merged state)
+_MERGEABLE: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[..., Eigenpairs]]] = {
+    "covariance": (scatter_moments, merge_moments, scatter_eigh),
+    "tsqr": (_qr_of, merge_qr, qr_eigh),
+}
+
+
+def _project_and_score(
+    block: np.ndarray,
+    mean: np.ndarray,
+    components: np.ndarray,
+    variances: np.ndarray,
+    whiten: bool,
+    residual: bool,
+) -> np.ndarray:
+    """Projection of a block and each row's drift score (Q residual, or T^2 when nothing is discarded)."""
+    centred = np.asarray(block, dtype=np.float64) - mean
+    Y = centred @ components.T.astype(np.float64)
+    if residual:  # |x_c|^2 - |y|^2: the components are orthonormal; float64 keeps the difference exact enough
+        score = np.einsum("ij,ij->i", centred, centred) - np.einsum("ij,ij->i", Y, Y)
+    else:
+        score = (Y**2 / np.maximum(variances.astype(np.float64), np.finfo(float).tiny)).sum(axis=1)
+    if whiten:
+        Y = Y / np.sqrt(variances.astype(np.float64))
+    return np.column_stack([Y, score]).astype(block.dtype, copy=False)
+
+
+class PCA(BigdrEstimator):
+    """Principal component analysis, exact in one pass over data of any length.
+
+    Parameters
+    ----------
+    n_components : int, float, "mp" or None
+        int: keep that many components. float in (0, 1): keep the fewest
+        components whose cumulative explained-variance ratio exceeds it (the
+        rule of scikit-learn). ``"mp"``: keep the components whose variance
+        lies above the Marchenko-Pastur bulk edge, with the noise level
+        estimated from the median eigenvalue (Marchenko & Pastur 1967; Baik,
+        Ben Arous & Peche 2005; assumptions in
+        :func:`bigdr.core.spectrum.n_components_mp`); it warns
+        (``RankSelectionWarning``) when the eigenvalues below the edge do not
+        follow the law, as when the noise variance differs between features.
+        ``"mp-whitened"``: the same edge after whitening each feature's noise
+        by a factor-analysis fit, which holds when the noise varies across
+        features (:func:`bigdr.core.spectrum.n_components_whitened`; the
+        covariance and tsqr solvers). None: ``min(n_samples, n_features)``.
+    svd_solver : {"auto", "covariance", "tsqr", "samples", "randomized"}
+        ``"covariance"``: one pass; each row block contributes its mean and
+        centred scatter, merged by Chan's update; eigh of the p x p result.
+        Fastest; loses relative accuracy on components whose variance is
+        below about ``1e-12`` of the largest (float64).
+        ``"tsqr"``: one pass; R factors of the centred blocks stacked with a
+        mean-correction row (condition number not squared): keeps small
+        components down to about ``1e-15`` relative singular value, about 5x
+        slower.
+        ``"samples"``: the n x n Gram route for n < p (three passes).
+        ``"randomized"``: randomized subspace iteration with implicit
+        centring for wide data (``n_iter + 2`` passes; int ``n_components``).
+        ``"auto"``: ``samples`` if n < p and n <= 20000, else ``covariance`` if
+        p <= 4096, else ``randomized``.
+    whiten : bool
+        Scale the embedding to unit variance per component.
+    n_oversamples, n_iter : int
+        Extra random directions and power iterations of the randomized solver.
+    random_state : int, numpy Generator or None
+        Seed of the randomized solver's test matrix; the seed used is kept in
+        ``seed_``.
+
+    Attributes
+    ----------
+    components_ : ndarray (k, n_features)
+        Principal axes (``k`` is ``n_components_``); the entry of largest
+        magnitude of each is positive.
+    explained_variance_, explained_variance_ratio_, singular_values_ : ndarray (k,)
+        As in scikit-learn.
+    mean_ : ndarray (n_features,)
+    n_components_, n_samples_seen_, n_features_in_ : int
+    n_components_rule_ : int
+        What ``n_components`` says for all rows seen. A rule ("mp",
+        "mp-whitened") that finds no component above the noise gives 0 here,
+        while the model keeps one (``n_components_`` = 1).
+    noise_variance_ : float
+        The mean of the discarded eigenvalues.
+    mp_noise_variance_, mp_edge_ : float
+        With ``n_components="mp"``: the estimated sigma^2 and the bulk edge.
+    feature_noise_variance_, whitened_spectrum_, whitened_edge_
+        With ``n_components="mp-whitened"``: each feature's noise variance
+        (factor analysis), the eigenvalues of the covariance whitened by it,
+        and the edge they are counted against (the 99.9th percentile of the
+        largest eigenvalue of white noise, about ``(1 + sqrt(p/n))^2``).
+    spectrum_ : ndarray
+        Variances of all ``min(n, p)`` components (only the leading ones for
+        the randomized solver), for scree plots.
+    svd_solver_ : str
+        The solver used.
+    seed_ : int
+        The seed used.
+
+    Notes
+    -----
+    numpy input gives numpy output; dask, zarr or path input gives lazy dask
+    output. float32 input keeps float32 attributes and output; statistics are
+    accumulated in float64 (Chan, Golub & LeVeque 1979 for the merge of
+    block scatters; R-factor stacking for ``tsqr``, Demmel et al. 2012).
+
+    References
+    ----------
+    Pearson, K. (1901). On lines and planes of closest fit to systems of points
+    in space. Philosophical Magazine 2(11), 559-572. doi:10.1080/14786440109462720
+
+    Hotelling, H. (1933). Analysis of a complex of statistical variables into
+    principal components. J. Educational Psychology 24(6), 417-441.
+    doi:10.1037/h0071325
+
+    Chan, T. F., Golub, G. H. & LeVeque, R. J. (1979). Updating formulae and a
+    pairwise algorithm for computing sample variances. Technical report
+    STAN-CS-79-773, Stanford University.
+
+    Demmel, J., Grigori, L., Hoemmen, M. & Langou, J. (2012).
+    Communication-optimal parallel and sequential QR and LU factorizations.
+    SIAM J. Sci. Comput. 34(1), A206-A239. doi:10.1137/080731992
+
+    Marchenko, V. A. & Pastur, L. A. (1967). Distribution of eigenvalues for
+    some sets of random matrices. Math. USSR-Sbornik 1(4), 457-483.
+    doi:10.1070/SM1967v001n04ABEH001994
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import bigdr
+    >>> X = np.random.default_rng(0).standard_normal((1000, 5)) * [5, 3, 1, 1, 1]
+    >>> pca = bigdr.PCA(n_components=2).fit(X)
+    >>> pca.components_.shape, pca.transform(X).shape
+    ((2, 5), (1000, 2))
+    >>> bool(pca.explained_variance_ratio_.sum() > 0.8)
+    True
+    """
+
+    _preserves_dtype = ("float64", "float32")
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "components_")  # partial_fit of a single row sets the width only
+
+    _persist_private = ("_state_kind", "_state_mean", "_state_matrix")
+
+    def __init__(
+        self,
+        n_components: int | float | str | None = None,
+        *,
+        svd_solver: str = "auto",
+        whiten: bool = False,
+        n_oversamples: int = 10,
+        n_iter: int = 4,
+        random_state: int | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.svd_solver = svd_solver
+        self.whiten = whiten
+        self.n_oversamples = n_oversamples
+        self.n_iter = n_iter
+        self.random_state = random_state
+
+    # -- validation ---------------------------------------------------------
+    def _check_params(self) -> None:
+        k = self.n_components
+        check_choice(self.svd_solver, "svd_solver", SOLVERS)
+        if isinstance(k, str):
+            if k not in RANK_RULES:
+                raise ValueError(f"n_components as a string must be 'mp' or 'mp-whitened'; got {k!r}.")
+            if k == "mp-whitened" and self.svd_solver in ("samples", "randomized"):
+                raise ValueError(
+                    f"n_components='mp-whitened' needs the p x p covariance, which svd_solver="
+                    f"{self.svd_solver!r} does not form; use svd_solver='covariance' or 'tsqr'."
+                )
+        elif isinstance(k, bool) or not (k is None or isinstance(k, numbers.Real)):
+            raise TypeError(
+                f"n_components must be an int, a float in (0, 1), 'mp', 'mp-whitened' or None; got {type(k).__name__}."
+            )
+        elif isinstance(k, numbers.Integral):
+            check_int(k, "n_components")
+        elif k is not None and not 0 < k < 1:
+            raise ValueError(f"n_components={k} as a fraction of explained variance must lie strictly between 0 and 1.")
+        check_int(self.n_oversamples, "n_oversamples", low=0)
+        check_int(self.n_iter, "n_iter", low=0)
+        if not isinstance(self.whiten, (bool, np.bool_)):
+            raise TypeError(f"whiten must be True or False; got {self.whiten!r}.")
+
+    def _choose_solver(self, n: int, p: int) -> str:
+        if self.svd_solver != "auto":
+            return self.svd_solver
+        if self.n_components == "mp-whitened":  # needs the p x p covariance, whatever n is
+            if p > MAX_COVARIANCE_FEATURES:
+                raise ValueError(
+                    f"n_components='mp-whitened' needs the {p} x {p} covariance; it takes at most "
+                    f"{MAX_COVARIANCE_FEATURES} features. Use n_components='mp' or an int."
+                )
+            return "covariance"
+        if n < p and n <= MAX_SAMPLES_GRAM:
+            return "samples"
+        if p <= MAX_COVARIANCE_FEATURES:
+            return "covariance"
+        return "randomized"
+
+    # -- fitting ------------------------------------------------------------
+    def fit(self, X: Any, y: Any = None) -> PCA:
+        """Fit the model to ``X`` (numpy, dask, zarr, h5py or a path)."""
+        self._check_params()
+        Xd = as_array(X, check_finite=False)
+        n, p = Xd.shape
+        if isinstance(self.n_components, numbers.Integral) and self.n_components > min(n, p):
+            raise ValueError(
+                f"n_components={self.n_components} must be at most min(n_samples, n_features) = {min(n, p)} "
+                f"for X of shape {Xd.shape}."
+            )
+        solver = self._choose_solver(n, p)
+        self._check_memory(Xd)
+        self.seed_ = resolve_seed(self.random_state)
+        if solver != "covariance":  # the covariance kernel detects NaN/Inf itself, for free
+            Xd = with_finite_check(Xd)
+        self.svd_solver_ = solver
+        self._reset_drift()
+        for attr in self._persist_private:
+            self.__dict__.pop(attr, None)
+        if solver in _MERGEABLE:
+            block_fn, merge, _ = _MERGEABLE[solver]
+            (state,) = compute(tree_reduce(Xd, block_fn, merge, with_offset=True))
+            self._store_state(solver, state, Xd.dtype)
+        elif solver == "samples":
+            (col,) = compute(tree_reduce(Xd, column_moments, merge_moments, with_offset=True))
+            gram = samples_gram_eig(Xd, col.mean)
+            m = min(n, p)
+            evals = gram.values[:m]
+            k = self.n_components_rule_ = self._select_k(evals / (n - 1), col.scatter.sum() / (n - 1), n, p)
+            k = max(k, 1)  # a rule may find no component; the model keeps one
+            V = components_from_samples(Xd, col.mean, gram.vectors[:, :k])
+            self._set_fitted(evals, V, col.n, col.mean, col.scatter.sum(), Xd.dtype, k)
+        else:
+            self._fit_randomized(Xd)
+        return self
+
+    def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
+        n, p = Xd.shape
+        solver = self._choose_solver(n, p)
+        # A read block, its centred copy for transform and the output in flight per thread.
+        parts = {"stream": streaming(chunk_bytes_of(Xd), STREAM_COPIES)}
+        if solver in ("covariance", "samples", "randomized"):
+            parts["states"] = Part(MERGE_STATES * p * p * 8, "scatter matrices being merged", "")
+        if solver == "tsqr":
+            parts["states"] = Part(MERGE_STATES * p * p * 8 + 2 * chunk_bytes_of(Xd), "R factors and QR scratch", "")
+        if solver == "samples":
+            parts["gram"] = Part(3 * n * n * 8, "the n x n Gram matrix and its eigensolver", "svd_solver", "gram")
+        if solver == "randomized":
+            width = int(self.n_components if isinstance(self.n_components, numbers.Integral) else 0)
+            parts["sketch"] = Part(4 * p * (width + self.n_oversamples) * 8, "randomized sketches", "n_components")
+        return parts
+
+    def _fit_randomized(self, Xd: da.Array) -> None:
+        n, p = Xd.shape
+        k = self.n_components
+        if not isinstance(k, numbers.Integral):
+            raise ValueError(
+                f"svd_solver='randomized' needs an int n_components (got {k!r}): it computes only the "
+                f"leading components, so the full spectrum that a fraction or 'mp' needs is not available. "
+                f"Use svd_solver='covariance' (p <= ~20000) or give an int."
+            )
+        (col,) = compute(tree_reduce(Xd, column_moments, merge_moments, with_offset=True))
+        self.n_components_rule_ = int(k)
+        eig = randomized_scatter_eig(Xd, col.mean, k, self.n_oversamples, self.n_iter, self.seed_)
+        self._set_fitted(eig.values, eig.vectors, n, col.mean, col.scatter.sum(), Xd.dtype, k)
+
+    def partial_fit(self, X: Any, y: Any = None) -> PCA:
+        """Merge the batch ``X`` into the model (covariance or tsqr state; exact)."""
+        self._check_params()
+        solver = "covariance" if self.svd_solver == "auto" else self.svd_solver
+        Xd = as_array(X, min_rows=1, check_finite=solver != "covariance")
+        if solver not in _MERGEABLE:
+            raise ValueError(
+                f"partial_fit needs a mergeable solver ('covariance' or 'tsqr'); svd_solver={self.svd_solver!r}."
+            )
+        self._check_memory(Xd)
+        block_fn, merge, _ = _MERGEABLE[solver]
+        fitted = hasattr(self, "n_samples_seen_")
+        if fitted:
+            if getattr(self, "_state_kind", None) != solver:
+                raise ValueError(
+                    f"This PCA was fitted with svd_solver={getattr(self, 'svd_solver_', None)!r}, whose state "
+                    f"cannot be merged; refit with svd_solver='covariance' or 'tsqr' to use partial_fit."
+                )
+            check_n_features(Xd.shape[1], self.n_features_in_, "PCA")
+        # The batch's drift against the model as it was, in the same pass as its statistics.
+        drift = hasattr(self, "components_")
+        results = compute(
+            tree_reduce(Xd, block_fn, merge, with_offset=True), *([self.drift_count(Xd)] if drift else [])
+        )
+        state = results[0]
+        if drift:
+            self.record_drift(Xd.shape[0], int(results[1]), update=True)
+        if fitted:
+            state = merge(self._current_state(), state)
+        self.svd_solver_ = solver
+        self._store_state(solver, state, Xd.dtype, width=getattr(self, "n_components_", None))
+        return self
+
+    def _current_state(self) -> Moments | QRState:
+        cls = Moments if self._state_kind == "covariance" else QRState
+        return cls(self.n_samples_seen_, self._state_mean, self._state_matrix)
+
+    def _store_state(self, kind: str, state: Moments | QRState, dtype: np.dtype, width: int | None = None) -> None:
+        self._state_kind = kind
+        self._state_mean = state.mean
+        self._state_matrix = state[2]
+        n, p = state.n, state.mean.shape[0]
+        self.n_samples_seen_ = int(n)
+        self.n_features_in_ = int(p)
+        if n < 2:
+            return  # partial_fit: components exist once two rows have been seen
+        eig: Eigenpairs = _MERGEABLE[kind][2](state)
+        m = min(n, p)
+        evals = eig.values[:m]
+        scatter = state.scatter if isinstance(state, Moments) else state.R.T @ state.R
+        k = self._select_k(evals / (n - 1), evals.sum() / (n - 1), n, p, scatter)
+        self.n_components_rule_ = k
+        k = max(k, 1)  # a rule may find no component; the model keeps one
+        if width is not None and not isinstance(self.n_components, numbers.Integral):
+            # A fraction or "mp" fixes the output width at the first fit: an
+            # embedding store cannot change its number of columns between batches.
+            k = min(width, m)
+        self._set_fitted(evals, eig.vectors[:, :k], n, state.mean, evals.sum(), dtype, k)
+
+    def _select_k(self, variances: np.ndarray, total: float, n: int, p: int, scatter: np.ndarray | None = None) -> int:
+        k = self.n_components
+        m = min(n, p)
+        for name in RULE_ATTRIBUTES:  # from an earlier fit with another rule
+            self.__dict__.pop(name, None)
+        if k is None:
+            return m
+        if k == "mp":
+            biased = variances * (n - 1) / n
+            k_mp, sigma2, edge = n_components_mp(biased, n, p)
+            self.mp_noise_variance_ = sigma2 * n / (n - 1)
+            self.mp_edge_ = edge * n / (n - 1)
+            misfit, tol = bulk_misfit(biased, n, p, k_mp, sigma2)
+            if misfit > tol:
+                warnings.warn(
+                    f"n_components='mp' kept {k_mp} components, but the eigenvalues below the Marchenko-Pastur "
+                    f"edge do not follow its law (Kolmogorov distance {misfit:.3f} > {tol:.3f}): the noise "
+                    f"variance probably differs between features, which makes 'mp' keep too many. Use "
+                    f"n_components='mp-whitened', or standardise the features.",
+                    RankSelectionWarning,
+                    stacklevel=4,
+                )
+            return k_mp
+        if k == "mp-whitened":
+            if scatter is None:
+                raise ValueError("n_components='mp-whitened' needs svd_solver='covariance' or 'tsqr'.")
+            k_w, psi, whitened, edge = n_components_whitened(scatter / n, n)
+            self.feature_noise_variance_ = psi * n / (n - 1)
+            self.whitened_edge_ = edge
+            self.whitened_spectrum_ = whitened[:m]
+            return k_w
+        if isinstance(k, numbers.Integral):
+            if k > m:
+                raise ValueError(f"n_components={k} must be at most min(n_samples, n_features) = {m}.")
+            return int(k)
+        ratio = variances / total if total > 0 else np.zeros_like(variances)
+        return n_components_for_fraction(ratio, float(k))
+
+    def _set_fitted(self, evals, V, n, mean, total_scatter, dtype, k) -> None:
+        """Fitted attributes from scatter eigenvalues (descending) and >= k component columns (signs fixed)."""
+        variances = evals / (n - 1)
+        total = total_scatter / (n - 1)
+        p = mean.shape[0]
+        m = min(n, p)
+        self.n_components_ = int(k)
+        self.n_samples_seen_ = int(n)
+        self.n_features_in_ = int(p)
+        self.mean_ = mean.astype(dtype)
+        self.components_ = np.ascontiguousarray(np.asarray(V, dtype=np.float64)[:, :k].T).astype(dtype)
+        self.explained_variance_ = variances[:k].astype(dtype)
+        self.explained_variance_ratio_ = (variances[:k] / total if total > 0 else np.zeros(k)).astype(dtype)
+        self.singular_values_ = np.sqrt(evals[:k]).astype(dtype)
+        self.spectrum_ = variances[:m].astype(dtype)
+        if k < m:
+            if variances.shape[0] >= m:
+                noise = variances[k:m].mean()
+            else:  # randomized: only the leading eigenvalues are known
+                noise = (total - variances[:k].sum()) / (m - k)
+        else:
+            noise = 0.0
+        self.noise_variance_ = float(max(noise, 0.0))
+
+    # -- using the model ------------------------------------------------------
+    def _check_input(self, X: Any, name: str, width: int) -> da.Array:
+        Xd = as_array(X, name=name, min_rows=1)
+        check_n_features(Xd.shape[1], width, "PCA", name)
+        return Xd
+
+    def transform(self, X: Any) -> np.ndarray | da.Array:
+        """Project ``X`` on the components: ``(X - mean_) components_^T`` (whitened if asked)."""
+        self._check_fitted()
+        Y = self._lazy_embedding(X)
+        return compute(Y)[0] if wants_numpy(X) else Y
+
+    def _lazy_embedding(self, X: Any) -> da.Array:
+        Xd = self._check_input(X, "X", self.n_features_in_)
+        dtype = Xd.dtype
+        Y = (Xd - self.mean_.astype(dtype)) @ self.components_.T.astype(dtype)
+        if self.whiten:
+            Y = Y / np.sqrt(self.explained_variance_).astype(dtype)
+        return Y
+
+    def _drift_rule(self) -> tuple[float, str]:
+        k = self.n_components_
+        rank = min(self.n_samples_seen_, self.n_features_in_)
+        discarded = self.spectrum_[k:].astype(np.float64)
+        if len(discarded) < rank - k:  # randomized: only the leading variances are known
+            discarded = np.full(rank - k, self.noise_variance_)
+        if discarded.sum() > 0:
+            return residual_threshold(discarded), "reconstruction error"
+        return chi2_threshold(k), "Hotelling T^2"
+
+    def _embed_and_score(self, X: Any) -> da.Array:
+        Xd = self._check_input(X, "X", self.n_features_in_)
+        _, name = self._drift_rule()
+        return da.map_blocks(
+            _project_and_score,
+            Xd,
+            mean=self.mean_,
+            components=self.components_,
+            variances=self.explained_variance_,
+            whiten=self.whiten,
+            residual=name == "reconstruction error",
+            chunks=(Xd.chunks[0], (self.n_components_ + 1,)),
+            dtype=Xd.dtype,
+            meta=np.empty((0, 0), dtype=Xd.dtype),
+        )
+
+    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | da.Array:
+        """Fit, then project ``X`` (a second, blockwise pass for dask input)."""
+        return self.fit(X).transform(X)
+
+    def inverse_transform(self, Y: Any) -> np.ndarray | da.Array:
+        """Map embeddings back to feature space: ``Y components_ + mean_``."""
+        self._check_fitted()
+        Yd = self._check_input(Y, "Y", self.n_components_)
+        dtype = Yd.dtype
+        if self.whiten:
+            Yd = Yd * np.sqrt(self.explained_variance_).astype(dtype)
+        X = Yd @ self.components_.astype(dtype) + self.mean_.astype(dtype)
+        return compute(X)[0] if wants_numpy(Y) else X
+
+    def summary(self) -> dict[str, Any]:
+        return {"explained_variance_ratio": self.explained_variance_ratio_.tolist(), "svd_solver": self.svd_solver_}
+
+    def describe(self) -> str:
+        kept = float(self.explained_variance_ratio_.sum())
+        return f"PCA ({self.svd_solver_}): {self.n_components_} components, {100 * kept:.2f}% of variance"
