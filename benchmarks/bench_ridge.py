@@ -2,7 +2,7 @@
 
 scale    bigdr.datasets.make_filaments (29 filaments between 16 nodes in the unit cube,
          noise 0.01; 15% clumps at the nodes, 15% uniform background), 1M rows in a
-         float32 zarr store. RidgeEstimator() with its defaults (bandwidth "auto", 5,000
+         float32 zarr store. DensityRidge() with its defaults (bandwidth "auto", 5,000
          queries, a 50,000-row support, kernel cut at 4 h) fitted from the store, then
          every row placed on the ridge and written to a zarr store. Fresh process; wall
          time of each phase, peak RSS, distances to the true filaments. Also SCMS per
@@ -104,14 +104,14 @@ def child(args):
     import dask.array as da
 
     import bigdr
-    from bigdr.curves.ridge import RidgeEstimator
+    from bigdr.curves.density_ridge import DensityRidge
     from bigdr.io import open_zarr
 
     case = args[0]
     path = store()
     if case == "scale":
         out = Path(tempfile.mkdtemp(dir=DATA)) / "ridge.zarr"
-        model = RidgeEstimator(random_state=0)
+        model = DensityRidge(random_state=0)
         with PeakRSS() as rss:
             t0 = time.perf_counter()
             model.fit(f"{path}/X")
@@ -155,7 +155,7 @@ def run_scale():
     r = run_child(SCRIPT, "scale", timeout=3 * 3600)
     print(r, flush=True)
     lines = [
-        "## One million cosmic-web-like rows in 3-D, from a zarr store: RidgeEstimator() defaults\n",
+        "## One million cosmic-web-like rows in 3-D, from a zarr store: DensityRidge() defaults\n",
         "Fit (support sample, queries thinned and moved onto the ridge) then every row placed on the ridge "
         "(its nearest ridge point) and written to zarr; one fresh process.\n",
         "| rows | fit (s) | place + write (s) | total (s) | peak RSS (MiB) | bandwidth | ridge points | "
@@ -178,14 +178,14 @@ def run_scale():
 def run_support():
     import dask.array as da
 
-    from bigdr.curves.ridge import RidgeEstimator
+    from bigdr.curves.density_ridge import DensityRidge
     from bigdr.io import open_zarr
 
     X = np.asarray(da.from_zarr(open_zarr(str(store()), dataset="X")).compute(), dtype=np.float64)
     rows = []
     for m in (10_000, 20_000, 50_000, 200_000):
         t0 = time.perf_counter()
-        model = RidgeEstimator(support_size=m, random_state=0).fit(X)
+        model = DensityRidge(support_size=m, random_state=0).fit(X)
         rows.append({"support": m, "seconds": time.perf_counter() - t0, "bandwidth": model.bandwidth_,
                      **ridge_scores(model.ridge_points_)})  # fmt: skip
         print(rows[-1], flush=True)
@@ -261,14 +261,14 @@ def run_crispy_once(python: str, X: np.ndarray, G: np.ndarray, h: float, timeout
 def run_crispy():
     import dask.array as da
 
-    from bigdr.curves.ridge import RidgeEstimator
+    from bigdr.curves.density_ridge import DensityRidge
     from bigdr.io import open_zarr
 
     python = os.environ.get("CRISPY_PYTHON")
     if not python:
         raise SystemExit("Set CRISPY_PYTHON to a Python with crispy-learn installed.")
     full = np.asarray(da.from_zarr(open_zarr(str(store()), dataset="X")).compute(), dtype=np.float64)
-    h = RidgeEstimator(random_state=0).fit(full).bandwidth_
+    h = DensityRidge(random_state=0).fit(full).bandwidth_
     rows = []
     for n in (2_000, 5_000, 10_000, 30_000):
         X = full[:n]
@@ -276,7 +276,7 @@ def run_crispy():
         c = run_crispy_once(python, X, G, h, timeout=900)
         with PeakRSS() as rss:
             t0 = time.perf_counter()
-            model = RidgeEstimator(bandwidth=h, support_size=n, density_threshold=0.0).fit(X, queries=G)
+            model = DensityRidge(bandwidth=h, support_size=n, density_threshold=0.0).fit(X, queries=G)
             seconds = time.perf_counter() - t0
         row = {"rows": n, "walkers": len(G), "bandwidth": h,
                "bigdr": {"seconds": seconds, "peak_rss_mib": rss.peak / 2**20, **ridge_scores(model.ridge_points_)}}  # fmt: skip
@@ -316,14 +316,14 @@ def run_crispy():
 
 def run_figure():
     """docs/_static/ridge-filaments.png: the 1M rows' density (x, y) with the ridge found by the defaults."""
-    from bigdr.curves.ridge import RidgeEstimator
+    from bigdr.curves.density_ridge import DensityRidge
     from bigdr.plot import structure
 
     path = store()
-    model = RidgeEstimator(random_state=0).fit(f"{path}/X")
+    model = DensityRidge(random_state=0).fit(f"{path}/X")
     out = Path(__file__).resolve().parents[1] / "docs" / "_static" / "ridge-filaments.png"
     t0 = time.perf_counter()
-    structure(model, f"{path}/X", out, title="RidgeEstimator on 1M cosmic-web-like rows (x, y)")
+    structure(model, f"{path}/X", out, title="DensityRidge on 1M cosmic-web-like rows (x, y)")
     r = {"figure": str(out.name), "seconds": time.perf_counter() - t0}
     return r, f"Figure `docs/_static/{out.name}` drawn in {r['seconds']:.1f} s (1M rows, two passes).\n"
 

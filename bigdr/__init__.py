@@ -22,7 +22,7 @@ from .runtime.scheduler import use_scheduler
 
 if TYPE_CHECKING:  # so that type checkers and IDEs resolve bigdr.Isomap and friends
     # ruff: noqa: F401
-    from .curves import HastieStuetzleCurve, PrincipalCurve, PrincipalManifold, RidgeEstimator
+    from .curves import DensityRidge, HastieStuetzleCurve, PrincipalCurve, PrincipalManifold
     from .decomposition import PCA, FactorAnalysis, FastICA, KernelPCA
     from .manifold import (
         ClassicalMDS,
@@ -59,8 +59,10 @@ __all__ = sorted(_ESTIMATORS) + [
 def __getattr__(name: str) -> Any:
     if name in _ESTIMATORS:
         return _ESTIMATORS[name].cls
+    if name in _deprecated.RENAMED and _deprecated.RENAMED[name] in _ESTIMATORS:
+        return _deprecated.renamed(name, {_deprecated.RENAMED[name]: __getattr__(_deprecated.RENAMED[name])}, "bigdr")
     if name == "diffusion_distance":
-        from .manifold.spectral import diffusion_distance
+        from .manifold.diffusion_map import diffusion_distance
 
         return diffusion_distance
     raise AttributeError(f"module 'bigdr' has no attribute {name!r}")

@@ -7,9 +7,10 @@ Estimators subclass scikit-learn's public base classes (``BaseEstimator``,
 attributes end in ``_``. numpy in gives numpy out; dask, zarr or a path in
 gives a lazy dask array out.
 
-Every concrete estimator registers itself by subclassing
-:class:`BigdrEstimator` (:func:`registered`), so persistence and the command
-line need no list of classes.
+The table of methods that persistence and the command line read is
+:data:`bigdr.registry.METHODS`; an estimator declares there what it can do
+beyond transforming (``_capabilities``) and how the command line spells its
+parameters (``_cli_flags``).
 """
 
 from __future__ import annotations
@@ -29,13 +30,6 @@ from .io import as_array
 from .io.model import write_model
 from .runtime.compute import compute
 from .runtime.memory import MemoryEstimate, Part, check_memory, streaming
-
-_REGISTRY: dict[str, type[BigdrEstimator]] = {}
-
-
-def registered() -> dict[str, type[BigdrEstimator]]:
-    """Every estimator class defined so far, by class name."""
-    return dict(_REGISTRY)
 
 
 def is_dataarray(X: Any) -> bool:
@@ -65,17 +59,20 @@ def _keeps_dataarray(method: Any) -> Any:
 
 
 class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
-    """Base class of bigdr's estimators: scikit-learn's contract, persistence, registration."""
+    """Base class of bigdr's estimators: scikit-learn's contract and persistence."""
 
-    #: Abstract bases set this in their own class body; they are not registered.
-    _abstract = True
     #: Input dtypes whose output keeps the dtype (scikit-learn's ``preserves_dtype`` tag).
     _preserves_dtype: tuple[str, ...] = ("float64",)
+    #: What the front ends can show of a fitted model beyond its embedding: "spectrum" (a scree
+    #: or eigenvalue plot), "loadings" (a biplot), "structure" (the fitted curve or ridge over
+    #: the data), "distortion" (pairwise distance ratios). The command line offers --scree,
+    #: --biplot, --structure and --report from these, never from method names.
+    _capabilities: frozenset[str] = frozenset({"spectrum"})
+    #: Command-line spellings of parameters whose own name would clash or mislead (param -> flag).
+    _cli_flags: dict[str, str] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if not cls.__dict__.get("_abstract", False) and not cls.__name__.startswith("_"):
-            _REGISTRY[cls.__name__] = cls
         for name in ("transform", "fit_transform"):
             if name in cls.__dict__:
                 setattr(cls, name, _keeps_dataarray(cls.__dict__[name]))
@@ -223,7 +220,6 @@ class ExtensionEstimator(BigdrEstimator):
     (:meth:`_make_extension`), so a loaded model rebuilds it on first use.
     """
 
-    _abstract = True
     _ext: Extension | None
 
     def _make_extension(self) -> Extension:

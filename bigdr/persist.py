@@ -15,9 +15,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .base import BigdrEstimator, registered
+from .base import BigdrEstimator
 from .io.model import read_model, write_model
-from .registry import import_all
+from .registry import saved_class
 
 
 def save(
@@ -49,8 +49,7 @@ def load(path: str | os.PathLike, *, key: str | bytes | None = None) -> Any:
     True
     """
     meta, arrays = read_model(path, key=key)
-    import_all()
-    cls = registered().get(meta.get("class", ""))
+    cls = saved_class(str(meta.get("class", "")))
     if cls is None:
         raise ValueError(f"{str(path)!r} holds an unknown model class {meta.get('class')!r}.")
     model = cls()

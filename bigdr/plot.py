@@ -369,22 +369,22 @@ def structure(
     ``f(z)`` for z across the latent range the rows use (:class:`~bigdr.PrincipalCurve`; the whole
     polyline of a :class:`~bigdr.HastieStuetzleCurve`), the
     manifold's latent grid lines (:class:`~bigdr.PrincipalManifold`), or
-    the ridge points (:class:`~bigdr.RidgeEstimator`), in the same coordinates.
+    the ridge points (:class:`~bigdr.DensityRidge`), in the same coordinates.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from .curves.density_ridge import DensityRidge
     from .curves.hastie_stuetzle import HastieStuetzleCurve
     from .curves.principal_curve import PrincipalCurve
-    from .curves.ridge import RidgeEstimator
     from .io import as_array
 
-    kinds = (PrincipalCurve, HastieStuetzleCurve, RidgeEstimator)
+    kinds = (PrincipalCurve, HastieStuetzleCurve, DensityRidge)
     if not isinstance(model, kinds) or not hasattr(model, "n_features_in_"):
         raise TypeError(
-            "structure() draws a fitted PrincipalCurve, PrincipalManifold, HastieStuetzleCurve or RidgeEstimator; "
+            "structure() draws a fitted PrincipalCurve, PrincipalManifold, HastieStuetzleCurve or DensityRidge; "
             f"got {model!r}."
         )
     p = model.n_features_in_
@@ -404,7 +404,7 @@ def structure(
     fig, ax = plt.subplots(figsize=(7, 6), dpi=120)
     _density_image(fig, ax, grid.counts, extent, "Greys")
     name = type(model).__name__
-    if isinstance(model, RidgeEstimator):
+    if isinstance(model, DensityRidge):
         R = model.ridge_points_ @ B
         ax.scatter(R[:, 0], R[:, 1], s=1.5, color="C3", label=f"{len(R):,} ridge points", linewidths=0)
     elif model.n_components_ == 1:  # over the latent range the rows use: beyond it the curve is extrapolated

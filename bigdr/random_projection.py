@@ -156,8 +156,8 @@ def projection_input(X: Any, name: str = "X", min_rows: int = 2) -> da.Array:
 
 
 class _RandomProjection(BigdrEstimator):
-    _abstract = True
     _preserves_dtype = ("float64", "float32")
+    _capabilities = frozenset({"distortion"})  # no spectrum: a random matrix has none worth drawing
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -300,6 +300,7 @@ class GaussianRandomProjection(_RandomProjection):
         ``"auto"``: :func:`johnson_lindenstrauss_min_dim` (Dasgupta–Gupta)
         for the number of rows and ``eps``.
     eps : float in (0, 1)
+        Distortion allowed to pairwise squared distances when ``n_components="auto"``.
     random_state : int or None
         The whole projection: the same seed gives the same output for any
         chunking and scheduler. None draws a seed once (kept in ``seed_``).
@@ -341,11 +342,14 @@ class SparseRandomProjection(_RandomProjection):
     Parameters
     ----------
     n_components : int or "auto"
+        Output width; ``"auto"``: :func:`johnson_lindenstrauss_min_dim` for the number of rows and ``eps``.
     density : "auto" or float in (0, 1]
         ``"auto"``: ``1/sqrt(p)`` (Li, Hastie & Church 2006, very sparse);
         ``1/3``: Achlioptas (2003).
     eps : float in (0, 1)
+        Distortion allowed to pairwise squared distances when ``n_components="auto"``.
     random_state : int or None
+        The whole projection: the same seed gives the same output for any chunking and scheduler.
 
     Attributes
     ----------

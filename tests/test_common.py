@@ -38,7 +38,7 @@ EXPECTED_FAILURES = {
 QUICK = {
     "PrincipalCurve": {"max_iter": 5},
     "PrincipalManifold": {"max_iter": 3},
-    "RidgeEstimator": {"n_queries": 200},
+    "DensityRidge": {"n_queries": 200},
 }
 
 
@@ -84,7 +84,7 @@ def make(cls, **extra):
 
 def width(cls) -> int:
     """Columns of the output on the battery's data (5 features): n_components, or what the method gives."""
-    return {"PrincipalCurve": 1, "HastieStuetzleCurve": 1, "RidgeEstimator": 5}.get(cls.__name__, 2)
+    return {"PrincipalCurve": 1, "HastieStuetzleCurve": 1, "DensityRidge": 5}.get(cls.__name__, 2)
 
 
 names = pytest.mark.parametrize("name", sorted(CLASSES))
@@ -115,7 +115,7 @@ def test_lazy_in_lazy_out_and_fit_computes_no_embedding(name, data, tmp_path, mo
 
     monkeypatch.setattr(dask, "compute", spy)
     est = make(CLASSES[name]).fit(str(store))
-    if name != "RidgeEstimator":  # its output is as wide as its input, and 600 rows are its density's support
+    if name != "DensityRidge":  # its output is as wide as its input, and 600 rows are its density's support
         assert (600, width(CLASSES[name])) not in results, f"fit computed an n x n_components result: {results}"
     monkeypatch.setattr(dask, "compute", real)
     for source in (str(store), da.from_array(data, chunks=(200, 5))):
@@ -203,7 +203,7 @@ def test_dask_ml_pipeline_stays_lazy(data):
     assert isinstance(pipe.transform(Xd), da.Array)
 
 
-@pytest.mark.parametrize("name", ["PCA", "KernelPCA", "GaussianRandomProjection", "RidgeEstimator"])
+@pytest.mark.parametrize("name", ["PCA", "KernelPCA", "GaussianRandomProjection", "DensityRidge"])
 def test_dask_ml_incremental_drives_partial_fit(name, data):
     """dask_ml.wrappers.Incremental feeds the blocks to partial_fit; the merged model is the one-pass fit."""
     from dask_ml.wrappers import Incremental
@@ -212,7 +212,7 @@ def test_dask_ml_incremental_drives_partial_fit(name, data):
     Xd = da.from_array(data, chunks=(150, 5))
     # dask-ml's wrapper builds a scorer at fit; a transformer without score() needs one given.
     # The ridge equals a fit on the rows in the order seen (its query points are drawn by position).
-    shuffle = name != "RidgeEstimator"
+    shuffle = name != "DensityRidge"
     inc = Incremental(make(CLASSES[name], **params), scoring=lambda est, X, y=None: 0.0, shuffle_blocks=shuffle)
     inc.fit(Xd)
     whole = make(CLASSES[name], **params).fit(data)

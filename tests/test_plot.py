@@ -148,14 +148,14 @@ def test_biplot_from_the_command_line_and_its_refusals(factors, tmp_path, capsys
         bigdr.plot.biplot(bigdr.PCA(2).fit(factors), factors, tmp_path / "r.png", components=(0, 2))
 
 
-@pytest.mark.parametrize("which", ["PrincipalCurve", "PrincipalManifold", "HastieStuetzleCurve", "RidgeEstimator"])
+@pytest.mark.parametrize("which", ["PrincipalCurve", "PrincipalManifold", "HastieStuetzleCurve", "DensityRidge"])
 def test_structure_draws_the_density_and_the_fitted_curve_or_ridge(which, tmp_path):
     rng = np.random.default_rng(2)
     t = rng.uniform(0, 1.5 * np.pi, 6_000)
     X = np.column_stack([np.cos(t), np.sin(t), 0.3 * rng.standard_normal(6_000)])
     X += 0.05 * rng.standard_normal(X.shape)
     settings = {
-        "RidgeEstimator": {"n_queries": 1000},
+        "DensityRidge": {"n_queries": 1000},
         "PrincipalManifold": {"n_centres": 6, "max_iter": 5},
         "PrincipalCurve": {"max_iter": 20},
     }
@@ -168,5 +168,5 @@ def test_structure_draws_the_density_and_the_fitted_curve_or_ridge(which, tmp_pa
         assert (np.abs(px - red).max(axis=1) < 0.08).sum() > 300
     with pytest.raises(ValueError, match="basis must be 3 x 2"):
         bigdr.plot.structure(model, X, tmp_path / "no.png", basis=np.eye(2))
-    with pytest.raises(TypeError, match="PrincipalManifold, HastieStuetzleCurve or RidgeEstimator"):
+    with pytest.raises(TypeError, match="PrincipalManifold, HastieStuetzleCurve or DensityRidge"):
         bigdr.plot.structure(bigdr.PCA(2).fit(X), X, tmp_path / "no.png")

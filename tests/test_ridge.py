@@ -4,7 +4,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from bigdr.curves.ridge import RidgeEstimator
+from bigdr.curves.density_ridge import DensityRidge
 
 
 def textbook_scms(X, queries, h, dim, tol=1e-8, max_iter=500):
@@ -38,7 +38,7 @@ def noisy_circle(n, noise=0.1, seed=0):
 def test_equals_the_dense_textbook_algorithm():
     X = noisy_circle(2000)
     queries = X[::40]
-    model = RidgeEstimator(bandwidth=0.25, tol=1e-8, density_threshold=0.0, truncate=None, projection="scms")
+    model = DensityRidge(bandwidth=0.25, tol=1e-8, density_threshold=0.0, truncate=None, projection="scms")
     model.fit(X, queries=queries)
     expected = textbook_scms(X, queries, 0.25, 1)
     assert model.n_dropped_ == {"low density": 0, "not converged": 0, "not on a ridge": 0}
@@ -54,7 +54,7 @@ def hausdorff(a, b):
 
 
 def test_a_noisy_circle_gives_a_ridge_on_the_circle():
-    model = RidgeEstimator(random_state=0).fit(noisy_circle(2000))
+    model = DensityRidge(random_state=0).fit(noisy_circle(2000))
     t = np.linspace(0, 2 * np.pi, 720, endpoint=False)
     assert hausdorff(model.ridge_points_, np.column_stack([np.cos(t), np.sin(t)])) < 0.05
     assert model.n_iter_ < 50 and sum(model.n_dropped_.values()) < 20
@@ -66,7 +66,7 @@ def test_two_crossing_filaments_are_both_found():
     on_first = rng.random(3000) < 0.5
     X = np.where(on_first[:, None], np.column_stack([s, 0.5 * s]), np.column_stack([s, -0.5 * s]))
     X = X + 0.03 * rng.standard_normal(X.shape)
-    model = RidgeEstimator(random_state=0).fit(X)
+    model = DensityRidge(random_state=0).fit(X)
     R = model.ridge_points_
     gap = np.minimum(np.abs(R[:, 1] - 0.5 * R[:, 0]), np.abs(R[:, 1] + 0.5 * R[:, 0])) / np.sqrt(1.25)
     away = np.abs(R[:, 0]) > 0.2  # where the two filaments meet, the ridge rounds the crossing
@@ -84,7 +84,7 @@ def test_a_filament_in_three_dimensions():
     t = rng.uniform(0, 3 * np.pi, 3000)
     helix = lambda t: np.column_stack([np.cos(t), np.sin(t), 0.3 * t])  # noqa: E731
     X = helix(t) + 0.05 * rng.standard_normal((3000, 3))
-    model = RidgeEstimator(dim=1, random_state=0).fit(X)
+    model = DensityRidge(dim=1, random_state=0).fit(X)
     truth = helix(np.linspace(0, 3 * np.pi, 3000))
     d = np.sqrt(((model.ridge_points_[:, None, :] - truth[None, :, :]) ** 2).sum(axis=2)).min(axis=1)
     assert np.median(d) < 0.03 and len(model.ridge_points_) > 0.9 * 3000 * min(1, 5000 / 3000)
@@ -93,7 +93,7 @@ def test_a_filament_in_three_dimensions():
 def test_a_two_dimensional_ridge_is_a_sheet():
     rng = np.random.default_rng(3)
     X = np.column_stack([rng.uniform(-1, 1, 3000), rng.uniform(-1, 1, 3000), 0.05 * rng.standard_normal(3000)])
-    model = RidgeEstimator(dim=2, bandwidth=0.1, random_state=0, density_threshold=0.3).fit(X)
+    model = DensityRidge(dim=2, bandwidth=0.1, random_state=0, density_threshold=0.3).fit(X)
     height = np.abs(model.ridge_points_[:, 2])
     assert np.median(height) < 0.01 and np.quantile(height, 0.95) < 0.03
 
@@ -102,7 +102,7 @@ def test_a_two_dimensional_ridge_is_a_sheet():
 def dense_circle():
     """8,000 rows of a noisy circle and the ridge of their untruncated density from 400 of them."""
     X = noisy_circle(8000, seed=4)
-    return X, RidgeEstimator(bandwidth=0.2, truncate=None, density_threshold=0.0).fit(X, queries=X[:400])
+    return X, DensityRidge(bandwidth=0.2, truncate=None, density_threshold=0.0).fit(X, queries=X[:400])
 
 
 @pytest.mark.parametrize("which", ["truncated at 3h", "truncated at 4h", "sampled"])
@@ -111,12 +111,12 @@ def test_the_approximations_stay_near_the_dense_ridge(which, dense_circle):
     queries = X[:400]
     if which.startswith("truncated"):  # measured here: 8e-4 / 2e-3 at 3h, 3e-5 / 7e-5 at 4h (median / max)
         cut = float(which[-2])
-        approx = RidgeEstimator(bandwidth=0.2, truncate=cut, density_threshold=0.0).fit(X, queries=queries)
+        approx = DensityRidge(bandwidth=0.2, truncate=cut, density_threshold=0.0).fit(X, queries=queries)
         assert approx.truncate_ == cut
         gap = np.linalg.norm(approx.ridge_points_ - dense.ridge_points_, axis=1)
         assert np.median(gap) < (2e-3 if cut == 3 else 1e-4) and gap.max() < (5e-3 if cut == 3 else 2e-4)
     else:  # a uniform sample of 2,000 of the 8,000 rows as the support: the ridge moves across by ~0.007 (median)
-        approx = RidgeEstimator(bandwidth=0.2, support_size=2000, density_threshold=0.0, random_state=0)
+        approx = DensityRidge(bandwidth=0.2, support_size=2000, density_threshold=0.0, random_state=0)
         approx.fit(X, queries=queries)
         assert len(approx.support_) == 2000
         across = np.abs(np.linalg.norm(approx.ridge_points_, axis=1) - np.linalg.norm(dense.ridge_points_, axis=1))
@@ -126,7 +126,7 @@ def test_the_approximations_stay_near_the_dense_ridge(which, dense_circle):
 @pytest.mark.parametrize("projection", ["nearest", "scms"])
 def test_transform_is_blockwise_and_chunking_does_not_matter(projection):
     X = noisy_circle(3000, seed=5)
-    model = RidgeEstimator(random_state=0, projection=projection).fit(X)
+    model = DensityRidge(random_state=0, projection=projection).fit(X)
     new = noisy_circle(500, seed=6)
     expected = model.transform(new)
     for chunks in (500, 97):
@@ -156,8 +156,8 @@ def test_partial_fit_equals_a_fit_on_every_row_seen(support_size, batches, tmp_p
 
     X = noisy_circle(sum(batches), seed=8)
     params = {"support_size": support_size, "n_queries": 300, "random_state": 3}
-    whole = RidgeEstimator(**params).fit(X)
-    model = RidgeEstimator(**params)
+    whole = DensityRidge(**params).fit(X)
+    model = DensityRidge(**params)
     ends = np.cumsum([0, *batches])
     for i, (a, b) in enumerate(zip(ends[:-1], ends[1:])):
         if i == 1:  # a saved and loaded model learns on
@@ -173,7 +173,7 @@ def test_partial_fit_equals_a_fit_on_every_row_seen(support_size, batches, tmp_p
 
 def test_a_failed_partial_fit_leaves_the_model_as_it_was():
     X = noisy_circle(1200, seed=9)
-    model = RidgeEstimator(random_state=0, n_queries=200).fit(X[:800])
+    model = DensityRidge(random_state=0, n_queries=200).fit(X[:800])
     before = {k: np.copy(getattr(model, k)) for k in ("support_", "support_indices_", "ridge_points_")}
     with pytest.raises(ValueError, match="expecting 2 features"):
         model.partial_fit(np.ones((10, 3)))
@@ -188,10 +188,10 @@ def test_a_failed_partial_fit_leaves_the_model_as_it_was():
 def test_runs_on_a_real_cluster():
     distributed = pytest.importorskip("distributed")
     X = noisy_circle(3000, seed=7)
-    model = RidgeEstimator(random_state=0).fit(X)
+    model = DensityRidge(random_state=0).fit(X)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         with distributed.Client(cluster):
-            lazy = RidgeEstimator(random_state=0).fit(da.from_array(X, chunks=1000))
+            lazy = DensityRidge(random_state=0).fit(da.from_array(X, chunks=1000))
             Y = lazy.transform(da.from_array(X[:600], chunks=150)).compute()
     np.testing.assert_allclose(lazy.ridge_points_, model.ridge_points_, atol=1e-12)
     np.testing.assert_allclose(Y, model.transform(X[:600]), atol=1e-12)
@@ -209,11 +209,11 @@ def test_runs_on_a_real_cluster():
 )
 def test_bad_input_is_refused(kwargs, X, message):
     with pytest.raises(ValueError, match=message):
-        RidgeEstimator(**kwargs).fit(X)
+        DensityRidge(**kwargs).fit(X)
 
 
 def test_ridge_stability_falls_as_the_bandwidth_grows_past_the_noise():
-    from bigdr.curves.ridge import ridge_stability
+    from bigdr.curves.density_ridge import ridge_stability
 
     X = noisy_circle(4000, seed=9)
     result = ridge_stability(X, [0.03, 0.1, 0.3], n_queries=300, random_state=0)

@@ -1,49 +1,140 @@
-"""The command line's arguments: option types, the parser, and messages spelled with its flags."""
+"""The command line's arguments: option types, the parser, and messages spelled with its flags.
+
+The options of ``fit-transform`` that set an estimator's parameters are not
+written here: they are generated from each estimator's signature (defaults)
+and numpydoc ``Parameters`` section (descriptions, choices) through
+:func:`bigdr.registry.parameters`, so a parameter added to an estimator
+appears in ``bigdr fit-transform --help`` with no edit in this package.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from .._version import __version__
-from ..registry import METHODS
+from ..registry import METHODS, Parameter, parameters, suggest
 
-#: Options of ``fit-transform`` passed to the estimator (``--n-neighbors`` -> ``n_neighbors``).
-METHOD_OPTIONS = (
-    "svd_solver",
-    "whiten",
-    "n_neighbors",
-    "landmarks",
-    "eps",
-    "density",
-    "graph_sample",
-    "random_state",
-    "on_disconnected",
-    "metric",
-    "epsilon",
-    "alpha",
-    "partitions",
-    "kernel",
-    "gamma",
-    "approximation",
-    "n_fourier",
-    "variant",
-    "reg",
-    "reference_size",
-    "rotation",
-    "sample_size",
-    "n_centres",
-    "n_vertices",
-    "span",
-    "dim",
-    "bandwidth",
-    "density_threshold",
-    "n_queries",
-    "support_size",
-    "projection",
-)
-#: Python parameters the command line spells otherwise (everything else: ``a_b`` -> ``--a-b``).
-FLAG_OF = {"n_landmarks": "--landmarks", "n_components": "-k/--n-components"}
 USER_ERRORS = (ValueError, TypeError, KeyError, OSError)
+#: What the command line adds to a parameter's own description.
+NOTES = {
+    "random_state": "; the command line passes 0 when it is not given, so the same command gives the same output "
+    "and --resume can continue it",
+}
+
+
+class CommandLineError(ValueError):
+    """A message already written in the command line's words (shown as it is)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: the reason and where the options are listed, never the whole usage."""
+
+    #: The parsers of the subcommands, by name (set by :func:`build_parser`).
+    commands: dict[str, Parser] = {}
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"bigdr: error: {message} (see '{self.prog} --help')\n")
+
+
+def parse_value(text: str) -> Any:
+    """A parameter's value from its text: none/true/false, a JSON list or object, an int, a float, else the text."""
+    low = text.strip().lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    if text.strip()[:1] in "{[":
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected JSON; got {text!r}") from None
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _method_name(text: str) -> str:
+    if text not in METHODS:
+        raise argparse.ArgumentTypeError(
+            f"unknown method {text!r}{suggest(text, METHODS)}; choose one of {', '.join(METHODS)}"
+        )
+    return text
+
+
+def _shown(value: Any) -> str:
+    return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def method_options() -> dict[str, list[tuple[str, Parameter]]]:
+    """Every estimator parameter the command line can set, by option (``n_neighbors``), with the methods taking it.
+
+    ``n_components`` is ``-k`` and is left out here; so are parameters whose
+    values are arrays or callables.
+    """
+    options: dict[str, list[tuple[str, Parameter]]] = {}
+    for m in METHODS.values():
+        for p in parameters(m.cls):
+            if p.name != "n_components" and p.on_command_line:
+                options.setdefault(p.flag[2:].replace("-", "_"), []).append((m.name, p))
+    return options
+
+
+def _option_help(dest: str, takers: list[tuple[str, Parameter]], only: str | None) -> str:
+    groups: dict[str, list[tuple[str, Parameter]]] = {}
+    for method, p in takers:
+        groups.setdefault(p.description if only else p.summary, []).append((method, p))
+    parts = []
+    for sentence, group in groups.items():
+        defaults = {_shown(p.default) for _, p in group}
+        if len(defaults) == 1:
+            default = f"default {defaults.pop()}"
+        else:
+            default = "default " + ", ".join(f"{method} {_shown(p.default)}" for method, p in group)
+        who = "" if only else ", ".join(method for method, _ in group) + ": "
+        parts.append(f"{who}{sentence.rstrip('.;')} ({default})")
+    return ("; ".join(parts) + NOTES.get(dest, "")).replace("%", "%%")
+
+
+def _add_method_options(f: argparse.ArgumentParser, only: str | None) -> None:
+    """Every method's options; with ``only``, the help lists that method's alone (the others still parse)."""
+    group = f.add_argument_group(
+        f"{only} options" if only else "method options",
+        None
+        if only
+        else "parameters of the methods, as their estimators name them ('bigdr fit-transform "
+        "--method NAME --help' lists one method's); values: numbers, words, none, true/false, JSON",
+    )
+    for dest, every in sorted(method_options().items()):
+        takers = [(m, p) for m, p in every if only is None or m == only]
+        choices: list[str] = []
+        for _, p in takers or every:
+            choices += [_shown(c) for c in p.choices or () if _shown(c) not in choices]
+        flag_bool = any(isinstance(p.default, bool) for _, p in every)
+        group.add_argument(
+            "--" + dest.replace("_", "-"),
+            dest=dest,
+            type=parse_value,
+            default=argparse.SUPPRESS,
+            nargs="?" if flag_bool else None,
+            const=True if flag_bool else None,
+            metavar="{" + ",".join(choices) + "}" if choices else dest.upper(),
+            help=_option_help(dest, takers, only) if takers else argparse.SUPPRESS,
+        )
+
+
+def fit_transform_method(argv: Sequence[str]) -> str | None:
+    """The ``--method`` given in ``argv`` (for a parser of that method's options alone), or None."""
+    for i, arg in enumerate(argv):
+        value = argv[i + 1] if arg == "--method" and i + 1 < len(argv) else arg.partition("=")[2]
+        if (arg == "--method" or arg.startswith("--method=")) and value in METHODS:
+            return value
+    return None
 
 
 def _n_components(text: str):
@@ -59,67 +150,9 @@ def _n_components(text: str):
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected an int, a fraction in (0, 1), 'mp', 'mp-whitened' or 'none'; got {text!r}"
+            f"expected an int, a fraction in (0, 1), 'mp', 'mp-whitened', 'auto' or 'none'; got {text!r}"
+            + suggest(text, ("mp", "mp-whitened", "auto", "none"))
         ) from None
-
-
-def _bandwidth(text: str):
-    if text == "auto":
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive number; got {text!r}") from None
-
-
-def _landmarks(text: str):
-    if text in ("auto", "none", "None"):
-        return None if text.lower() == "none" else "auto"
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected 'auto', 'none' (exact) or a number of landmarks; got {text!r}"
-        ) from None
-
-
-def _partitions(text: str):
-    if text == "auto":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or a number of cells (>= 1); got {text!r}")
-    return value
-
-
-def _gamma(text: str):
-    if text in ("scale", "auto"):
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'scale', 'auto' or a number; got {text!r}") from None
-
-
-def _graph_sample(text: str):
-    if text in ("auto", "all"):
-        return None if text == "all" else "auto"
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'auto', 'all' or a number of rows; got {text!r}") from None
-
-
-def _epsilon(text: str):
-    if text == "auto":
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive kernel width; got {text!r}") from None
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -166,14 +199,26 @@ def _model_input(p: argparse.ArgumentParser) -> None:
         "--model-key-file", default=None, metavar="FILE", help="check the model's signature (update: and re-sign it)"
     )
     p.add_argument("--resume", action="store_true", help="finish an interrupted write or append of the same command")
+    p.add_argument(
+        "--allow-repeat",
+        action="store_true",
+        help="append rows whose input the store already holds (refused by default: it would misalign the store)",
+    )
     p.add_argument("--allow-missing-chunks", action="store_true", help="accept absent chunk files in the input")
     _common(p)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bigdr", description="Dimensionality reduction for data larger than memory.")
+def build_parser(argv: Sequence[str] | None = None) -> Parser:
+    """The parser of every command; ``fit-transform``'s method options are generated when ``argv`` runs it.
+
+    Building them imports every estimator, so ``bigdr info`` and ``bigdr --help`` do not
+    pay for it; with ``--method NAME`` in ``argv``, only that method's options are offered.
+    """
+    argv = list(argv or [])
+    parser = Parser(prog="bigdr", description="Dimensionality reduction for data larger than memory.")
     parser.add_argument("--version", action="version", version=f"bigdr {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.commands = sub.choices
 
     g = sub.add_parser(
         "generate",
@@ -211,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f.add_argument(
         "--method",
-        choices=list(METHODS),
+        type=_method_name,
         default="pca",
         help="; ".join(f"{m.name}: {m.summary}" for m in METHODS.values()),
     )
@@ -224,162 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
         "principal-curve: its latent dimensions, 1; not for ridge)",
     )
     f.add_argument(
-        "--svd-solver", default=argparse.SUPPRESS, choices=["auto", "covariance", "tsqr", "samples", "randomized"]
-    )
-    f.add_argument("--whiten", action="store_const", const=True, default=argparse.SUPPRESS, help="pca only")
-    f.add_argument(
-        "--n-neighbors",
-        type=int,
-        default=argparse.SUPPRESS,
-        help="isomap, diffusion-map, spectral-embedding, lle: neighbours per row in the graph "
-        "(default: the method's own, 5, 10 or 15)",
-    )
-    f.add_argument(
-        "--landmarks",
-        type=_landmarks,
-        default=argparse.SUPPRESS,
-        help="isomap: 'auto', 'none' (exact) or a count; landmark-mds: a count (default 500); kernel-pca: a count; "
-        "diffusion-map, spectral-embedding, lle: 'auto', 'none' (all rows) or a count",
-    )
-    f.add_argument(
-        "--partitions",
-        type=_partitions,
-        default=argparse.SUPPRESS,
-        help="diffusion-map, spectral-embedding: embed every row from the graph of all rows built by cells "
-        "on the workers: 'auto' (one cell per 250,000 rows) or a number of cells",
-    )
-    f.add_argument(
-        "--kernel",
-        default=argparse.SUPPRESS,
-        choices=["rbf", "laplacian", "poly", "sigmoid", "cosine", "linear", "precomputed"],
-        help="kernel-pca: the kernel (default rbf)",
-    )
-    f.add_argument(
-        "--gamma", type=_gamma, default=argparse.SUPPRESS, help="kernel-pca: 'scale' (default), 'auto' or a number"
-    )
-    f.add_argument(
-        "--approximation",
-        default=argparse.SUPPRESS,
-        choices=["auto", "exact", "nystroem", "fourier"],
-        help="kernel-pca: exact up to 20,000 rows with 'auto', Nystroem above; or random Fourier features",
-    )
-    f.add_argument("--n-fourier", type=int, default=argparse.SUPPRESS, help="kernel-pca: random features (4000)")
-    f.add_argument(
-        "--sample-size",
-        type=int,
-        default=argparse.SUPPRESS,
-        help="ica, principal-curve, principal-manifold: iterate on a uniform sample of this many rows first, "
-        "then finish with passes over all rows",
-    )
-    f.add_argument(
-        "--rotation",
-        default=argparse.SUPPRESS,
-        choices=["varimax", "quartimax"],
-        help="factor-analysis: orthogonal rotation of the loadings (default none)",
-    )
-    f.add_argument(
-        "--variant",
-        default=argparse.SUPPRESS,
-        choices=["standard", "modified", "hessian", "ltsa"],
-        help="lle: the local model (default standard)",
-    )
-    f.add_argument(
-        "--reg",
-        type=float,
-        default=argparse.SUPPRESS,
-        help="lle: regulariser relative to the local trace (1e-3); principal-curve, principal-manifold: the "
-        "smoothness penalty lambda (1e-3)",
-    )
-    f.add_argument(
-        "--n-centres",
-        type=int,
-        default=argparse.SUPPRESS,
-        help="principal-curve, principal-manifold: kernel centres per latent axis (20; 10 for a manifold)",
-    )
-    f.add_argument(
-        "--n-vertices", type=int, default=argparse.SUPPRESS, help="hastie-stuetzle: vertices of the polyline (100)"
-    )
-    f.add_argument(
-        "--span",
-        type=float,
-        default=argparse.SUPPRESS,
-        help="hastie-stuetzle: the smoother's final bandwidth as a fraction of the curve's length (0.02)",
-    )
-    f.add_argument("--dim", type=int, default=argparse.SUPPRESS, help="ridge: dimension of the ridge (1: filaments)")
-    f.add_argument(
-        "--bandwidth",
-        type=_bandwidth,
-        default=argparse.SUPPRESS,
-        help="ridge: kernel bandwidth h, or 'auto' (Silverman's rule on the support)",
-    )
-    f.add_argument(
-        "--density-threshold",
-        type=float,
-        default=argparse.SUPPRESS,
-        help="ridge: drop query points below this fraction of the highest density (0.05)",
-    )
-    f.add_argument("--n-queries", type=int, default=argparse.SUPPRESS, help="ridge: points moved onto the ridge (5000)")
-    f.add_argument(
-        "--support-size",
-        type=int,
-        default=argparse.SUPPRESS,
-        help="ridge: rows of the density's support; more rows are sampled down to this (50,000)",
-    )
-    f.add_argument(
-        "--projection",
-        default=argparse.SUPPRESS,
-        choices=["nearest", "scms"],
-        help="ridge: each row's ridge point: the nearest fitted one, or SCMS from the row",
-    )
-    f.add_argument(
-        "--reference-size",
-        type=int,
-        default=argparse.SUPPRESS,
-        help="lle with landmarks: rows among which each row's neighbours are found (100,000)",
-    )
-    f.add_argument(
-        "--eps", type=float, default=argparse.SUPPRESS, help="gaussian-rp, sparse-rp: distortion for -k auto"
-    )
-    f.add_argument(
-        "--density", type=_density, default=argparse.SUPPRESS, help="sparse-rp: 'auto' (1/sqrt(p)) or a fraction"
-    )
-    f.add_argument(
-        "--report", action="store_true", help="gaussian-rp, sparse-rp: print and store the distortion of sampled pairs"
-    )
-    f.add_argument(
-        "--graph-sample",
-        type=_graph_sample,
-        default=argparse.SUPPRESS,
-        help="isomap: rows the graph is built on: 'auto', 'all' or a count",
-    )
-    f.add_argument(
-        "--on-disconnected",
-        choices=["raise", "warn", "largest", "join"],
-        default=argparse.SUPPRESS,
-        help="isomap (raise, largest, join), diffusion-map, spectral-embedding and lle (warn, raise): what to do "
-        "when the neighbour graph falls apart",
-    )
-    f.add_argument(
-        "--metric",
-        default=argparse.SUPPRESS,
-        help="distance between rows (default euclidean): classical-mds, landmark-mds, isomap, diffusion-map, "
-        "spectral-embedding",
-    )
-    f.add_argument(
-        "--epsilon",
-        type=_epsilon,
-        default=argparse.SUPPRESS,
-        help="diffusion-map, spectral-embedding: Gaussian kernel width, or 'auto' (from neighbour distances)",
-    )
-    f.add_argument(
-        "--alpha", type=float, default=argparse.SUPPRESS, help="diffusion-map: density normalisation in [0, 1]"
-    )
-    f.add_argument(
-        "--random-state",
-        type=int,
-        default=None,
-        help="seed of the methods that draw (default 0: the same command gives the same output, so --resume "
-        "can continue it)",
+        "--report",
+        action="store_true",
+        help=f"print and store the distortion of sampled pairs{_takers('distortion', argv)}",
     )
     f.add_argument("--dataset", default=None, help="array inside a zarr group or HDF5 file")
     f.add_argument("--save-model", default=None, metavar="PATH", help="also save the fitted model here")
@@ -393,20 +285,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--scree",
         default=None,
         metavar="PNG",
-        help="also draw the spectrum: PCA's scree plot, Isomap's residual variance, the other methods' eigenvalues",
+        help="also draw the spectrum: PCA's scree plot, Isomap's residual variance, the other methods' "
+        f"eigenvalues{_takers('spectrum', argv)}",
     )
     f.add_argument(
         "--biplot",
         default=None,
         metavar="PNG",
-        help="pca, factor-analysis: also draw the biplot (scores as a density, loadings as labelled arrows)",
+        help=f"also draw the biplot (scores as a density, loadings as labelled arrows){_takers('loadings', argv)}",
     )
     f.add_argument(
         "--structure",
         default=None,
         metavar="PNG",
-        help="principal-curve, principal-manifold, ridge: also draw the data's density (its first two "
-        "columns) with the fitted curve, manifold or ridge over it",
+        help="also draw the data's density (its first two columns) with the fitted curve, manifold or ridge "
+        f"over it{_takers('structure', argv)}",
     )
     f.add_argument(
         "--overwrite", action="store_true", help="replace outputs that bigdr wrote earlier (never anything else)"
@@ -427,6 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue an interrupted run of the same command: write only the missing blocks",
     )
     _common(f)
+    if "fit-transform" in argv:
+        _add_method_options(f, fit_transform_method(argv))
 
     t = sub.add_parser(
         "transform",
@@ -504,19 +399,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _density(text: str):
-    if text == "auto":
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or a number in (0, 1]; got {text!r}") from None
-
-
 def user_message(exc: BaseException) -> str:
     """One line for the user of the command line: OS errors name path and cause, parameters become flags."""
     from ..io import describe_os_error
 
+    if isinstance(exc, CommandLineError):
+        return str(exc).strip().splitlines()[0]
     if isinstance(exc, OSError) and exc.filename:
         text = describe_os_error(exc)
     elif isinstance(exc, OSError) and exc.strerror:
@@ -527,8 +415,26 @@ def user_message(exc: BaseException) -> str:
     return cli_words(text)
 
 
+def _takers(capability: str, argv: Sequence[str]) -> str:
+    """`` (methods: a, b)`` for the help of an option that needs ``capability`` (only when fit-transform runs)."""
+    if "fit-transform" not in argv:
+        return ""
+    from ..registry import with_capability
+
+    return f" (methods: {', '.join(with_capability(capability))})"
+
+
+def _flags() -> dict[str, str]:
+    """Parameter -> flag wherever the command line spells a parameter otherwise (or it is unambiguous)."""
+    spelled: dict[str, set[str]] = {"n_components": {"-k/--n-components"}}
+    for takers in method_options().values():
+        for _, p in takers:
+            spelled.setdefault(p.name, set()).add(p.flag)
+    return {name: flags.pop() for name, flags in spelled.items() if len(flags) == 1}
+
+
 def _flag(param: str) -> str:
-    return FLAG_OF.get(param, "--" + param.replace("_", "-"))
+    return _flags().get(param, "--" + param.replace("_", "-"))
 
 
 def cli_words(text: str) -> str:
@@ -556,5 +462,5 @@ def cli_words(text: str) -> str:
 
 def _cli_params() -> list[str]:
     """Parameter names with an underscore that the command line takes as flags."""
-    names = {n for n in METHOD_OPTIONS if "_" in n} | {"allow_missing_chunks", "n_components", "n_landmarks"}
+    names = {n for n in _flags() if "_" in n} | {"allow_missing_chunks"}
     return sorted(names, key=len, reverse=True)

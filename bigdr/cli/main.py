@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .._version import __version__
-from ..registry import METHODS, make_estimator
-from .args import METHOD_OPTIONS, USER_ERRORS, build_parser, cli_words, user_message
+from ..registry import METHODS, make_estimator, suggest, with_capability
+from .args import USER_ERRORS, CommandLineError, build_parser, cli_words, method_options, user_message
 from .info import cmd_info, read_key
 
 
@@ -92,7 +92,7 @@ def _fit_transform(
     are written under hidden names first and published only after the
     embedding, so a failure anywhere publishes nothing new.
     """
-    from ..io import check_output, publish, write_zarr
+    from ..io import batch_identity, check_output, publish, write_zarr
     from ..io.outputs import remove, temporary_sibling
 
     if n_components is not _NOT_GIVEN:
@@ -100,15 +100,15 @@ def _fit_transform(
     elif method in METHODS and "n_components" in METHODS[method].cls().get_params():
         options = {"n_components": DEFAULT_COMPONENTS, **options}
     model = make_estimator(method, options)
-    if scree and method.endswith("-rp"):
-        raise ValueError("--scree draws a spectrum; random projections have none.")
-    if biplot and method not in ("pca", "factor-analysis"):
-        raise ValueError("--biplot draws loadings: it applies to --method pca and factor-analysis only.")
-    if structure and method not in ("principal-curve", "principal-manifold", "hastie-stuetzle", "ridge"):
-        raise ValueError("--structure draws a fitted curve or ridge: it applies to --method principal-curve, "
-                         "principal-manifold, hastie-stuetzle and ridge only.")  # fmt: skip
-    if report and not method.endswith("-rp"):
-        raise ValueError("--report applies to --method gaussian-rp and sparse-rp only.")
+    for asked, capability, flag, what in (
+        (scree, "spectrum", "--scree", "draws a spectrum"),
+        (biplot, "loadings", "--biplot", "draws loadings"),
+        (structure, "structure", "--structure", "draws a fitted curve or ridge"),
+        (report, "distortion", "--report", "measures a random projection's distortion"),
+    ):
+        if asked and capability not in model._capabilities:
+            takers = ", ".join(with_capability(capability))
+            raise ValueError(f"{flag} {what}: it applies to --method {takers}, not {method}.")
     if model_key is not None and not save_model:
         raise ValueError("--model-key-file signs the model written by --save-model; add --save-model PATH.")
     inputs = [_input_file(input_path)]
@@ -139,7 +139,9 @@ def _fit_transform(
         print(f"{type(model).__name__} on {X.shape[0]} x {X.shape[1]} {X.dtype} (chunks of {max(X.chunks[0])} rows)")
         print(f"  estimated peak memory: {estimate.describe()}")
         print(f"  memory limit: {shown}; {'fits' if limit is None or estimate.total <= limit else 'refused'}")
-        print(f"  outputs checked: {', '.join(str(p) for p in outputs.values() if p)}; nothing was written")
+        checked = [f"obsm[{obsm!r}] of {input_path}"] if obsm is not None else []
+        checked += [str(p) for p in outputs.values() if p]
+        print(f"  outputs checked: {', '.join(checked)}; nothing was written")
         return model, X.shape, 0.0, 0.0
     t0 = time.perf_counter()
     Y = model.fit_transform(X)
@@ -149,6 +151,7 @@ def _fit_transform(
         "params": model.get_params(),
         "input": str(input_path),
         "input_shape": list(X.shape),
+        "batch": batch_identity(X),
         **model.summary(),
     }
     if report:
@@ -198,7 +201,7 @@ def _fit_transform(
 
 def _cmd_fit_transform(args) -> int:
     # Options not given are absent (argparse.SUPPRESS): the method's own defaults apply.
-    options = {name: getattr(args, name) for name in METHOD_OPTIONS if hasattr(args, name)}
+    options = {name: getattr(args, name) for name in method_options() if hasattr(args, name)}
     if options.get("random_state") is None:  # not given: 0 for the methods that draw, nothing for the others
         options.pop("random_state", None)
         if args.method in METHODS and "random_state" in METHODS[args.method].cls().get_params():
@@ -264,24 +267,28 @@ def _print_drift(model, n_rows: int, beyond) -> None:
 
 
 def _cmd_transform(args) -> int:
-    from ..io import append_zarr, check_growable, check_output, write_zarr
+    from ..io import append_zarr, batch_identity, check_growable, check_output, check_repeat, write_zarr
 
     model = _load_model(args.model, args.model_key_file)
     inputs = [_input_file(args.input), args.model]
-    if args.append and Path(args.output).exists():
+    append = args.append and Path(args.output).exists()
+    if append:
         check_growable(args.output, inputs)
     else:
         check_output(args.output, "store", overwrite=args.overwrite, inputs=inputs)
     X = model.read_input(args.input, args.dataset)
+    batch = batch_identity(X)
+    if append:
+        check_repeat(args.output, batch, args.allow_repeat)
     t0 = time.perf_counter()
     Y, beyond = model.embed_with_drift(X)
     also = {"beyond": beyond} if beyond is not None else None
-    if args.append and Path(args.output).exists():
+    if append:
         append_zarr(Y, args.output, resume=args.resume, source=f"{args.input} (bigdr transform with {args.model})",
-                    also=also)  # fmt: skip
+                    also=also, batch=batch, allow_repeat=args.allow_repeat)  # fmt: skip
         done = "appended to"
     else:
-        attrs = {"model": str(args.model), "class": type(model).__name__, "input": str(args.input)}
+        attrs = {"model": str(args.model), "class": type(model).__name__, "input": str(args.input), "batch": batch}
         write_zarr(Y, args.output, attrs=attrs, overwrite=args.overwrite, resume=args.resume, also=also)
         done = "written to"
     print(
@@ -292,7 +299,7 @@ def _cmd_transform(args) -> int:
 
 
 def _cmd_update(args) -> int:
-    from ..io import append_zarr, check_growable
+    from ..io import append_zarr, batch_identity, check_growable, check_repeat
     from ..io.model import stage_model
     from ..io.outputs import publish, remove
 
@@ -308,9 +315,12 @@ def _cmd_update(args) -> int:
     if "hmac_sha256" in zarr.open(args.model, mode="r").attrs and key is None and args.policy == "refresh":
         raise ValueError("The model is signed; give --model-key-file to check it and sign the updated model.")
     X = model.read_input(args.new_rows, args.dataset)
+    batch = batch_identity(X)
+    if args.embedding:
+        check_repeat(args.embedding, batch, args.allow_repeat)
     t0 = time.perf_counter()
     if args.policy == "refresh":
-        model.partial_fit(X)
+        _learn(model, X, args.new_rows)
         t_learn = time.perf_counter() - t0
         report = getattr(model, "drift_", None)
         Y, beyond = model.transform(X), None
@@ -323,7 +333,8 @@ def _cmd_update(args) -> int:
     try:
         if args.embedding:
             source = f"{args.new_rows} (bigdr update of {args.model}, {args.policy})"
-            append_zarr(Y, args.embedding, resume=args.resume, source=source, also=also)
+            append_zarr(Y, args.embedding, resume=args.resume, source=source, also=also, batch=batch,
+                        allow_repeat=args.allow_repeat)  # fmt: skip
         if staged is not None:
             publish(staged, Path(args.model), overwrite=True)  # the old model is replaced only now, atomically
     finally:
@@ -344,6 +355,25 @@ def _cmd_update(args) -> int:
     else:
         _print_drift(model, X.shape[0], also["beyond"] if also else None)
     return 0
+
+
+def _learn(model, X, name: str) -> None:
+    """``model.partial_fit(X)``; a refusal says what update can do about it, with the batch's drift."""
+    try:
+        model.partial_fit(X)
+    except ValueError as exc:
+        drift = ""
+        if model._drift_rule() is not None:
+            from ..core.drift import describe_drift, drift_report
+            from ..runtime.compute import compute
+
+            (beyond,) = compute(model.drift_count(X))
+            drift = " Its " + describe_drift(drift_report(X.shape[0], int(beyond), *model._drift_rule())) + "."
+        raise CommandLineError(
+            f"{type(model).__name__} cannot learn from {name}: {str(exc).strip()} Those are parameters of the "
+            f"saved model, which update keeps: refit with 'bigdr fit-transform' to change them, or place the "
+            f"rows without learning with --policy freeze. Nothing was changed.{drift}"
+        ) from exc
 
 
 def _cmd_demo(args) -> int:
@@ -431,8 +461,13 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # reported by the command's own parser, with the nearest of its options
+        own = parser.commands.get(args.command, parser)
+        flags = [s for a in own._actions for s in a.option_strings]  # argparse lists its options nowhere public
+        own.error(f"unrecognized arguments: {' '.join(unknown)}{suggest(unknown[0].split('=')[0], flags)}")
     if args.command is None:
         parser.print_help()
         return 2

@@ -107,7 +107,7 @@ def latent_grid(size: int, dim: int) -> np.ndarray:
     return centres(size, dim)
 
 
-class Projection(NamedTuple):
+class CurveProjection(NamedTuple):
     """Rows projected onto a curve: latent coordinates (b, d), squared distances, and ``k(xi_i, c_j)``."""
 
     xi: np.ndarray
@@ -115,7 +115,7 @@ class Projection(NamedTuple):
     K: np.ndarray
 
 
-def project(X: np.ndarray, alpha: np.ndarray, c: np.ndarray, width: float, grid: np.ndarray) -> Projection:
+def project(X: np.ndarray, alpha: np.ndarray, c: np.ndarray, width: float, grid: np.ndarray) -> CurveProjection:
     """Each row's latent coordinates on the curve (manifold) and its squared distance to it.
 
     The nearest of the curve's points at ``grid`` (an even latent grid over
@@ -126,7 +126,7 @@ def project(X: np.ndarray, alpha: np.ndarray, c: np.ndarray, width: float, grid:
     """
     if len(X) > PIECE_ROWS:
         parts = [project(X[s : s + PIECE_ROWS], alpha, c, width, grid) for s in range(0, len(X), PIECE_ROWS)]
-        return Projection(*(np.concatenate(a) for a in zip(*parts)))
+        return CurveProjection(*(np.concatenate(a) for a in zip(*parts)))
     F = kernel(grid, c, width) @ alpha  # (G, p): the curve at the grid
     # |x - f|^2 less |x|^2 (the same for every grid point) as one product [x, 1] [-2 F, |f|^2]^T, in
     # float32: the search only picks the start of the refinement, and it is a third of the projection's
@@ -144,7 +144,7 @@ def project(X: np.ndarray, alpha: np.ndarray, c: np.ndarray, width: float, grid:
 
 def _refine_curve(
     X: np.ndarray, alpha: np.ndarray, c: np.ndarray, width: float, z0: np.ndarray, step: float
-) -> Projection:
+) -> CurveProjection:
     """:data:`REFINE_STEPS` Gauss-Newton steps ``z += f'(z).r / |f'(z)|^2`` from ``z0`` for a curve (d = 1).
 
     Written out for one latent axis. The slope needs no ``c_j - z`` array:
@@ -168,12 +168,12 @@ def _refine_curve(
         num, den = np.einsum("ij,ij->i", J, r), np.einsum("ij,ij->i", J, J)
         delta = np.where(den > 0, num / np.maximum(den, np.finfo(float).tiny), 0.0) * width**2
         z = np.clip(np.clip(z + delta, z0 - step, z0 + step), 0.0, 1.0)
-    return Projection(z[:, None], np.einsum("ij,ij->i", r, r), K)
+    return CurveProjection(z[:, None], np.einsum("ij,ij->i", r, r), K)
 
 
 def _refine_safeguarded(
     X: np.ndarray, alpha: np.ndarray, c: np.ndarray, width: float, z0: np.ndarray, step: float
-) -> Projection:
+) -> CurveProjection:
     """Newton from ``z0`` for d > 1: a step is halved until it lowers ``|x - f(z)|^2`` (or dropped).
 
     Far from the manifold the residual is large, and Gauss-Newton's
@@ -220,7 +220,7 @@ def _refine_safeguarded(
             z[took], K[took], r[took], sq[took] = zt[better], Kt[better], rt[better], sqt[better]
             todo[took] = False
             scale[idx[~better]] *= 0.5
-    return Projection(z, sq, K)
+    return CurveProjection(z, sq, K)
 
 
 def _newton_step(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-METHODS = ("standard", "modified", "hessian", "ltsa")
+VARIANTS = ("standard", "modified", "hessian", "ltsa")
 #: scikit-learn's tolerances: a Hessian column whose sum is below this is not scaled,
 #: a Householder vector shorter than this is dropped (modified).
 HESSIAN_TOL = 1e-4
@@ -161,7 +161,7 @@ def local_factors(
         G = np.concatenate([np.full((b, k, 1), 1.0 / np.sqrt(k)), U[..., :d]], axis=2)
         # I - G G^T is the projector onto the complement of G's orthonormal columns.
         return np.linalg.qr(G, mode="complete")[0][..., d + 1 :]
-    raise ValueError(f"method must be one of {METHODS}; got {method!r}.")
+    raise ValueError(f"method must be one of {VARIANTS}; got {method!r}.")
 
 
 def _modified(x: np.ndarray, neighbours: np.ndarray, d: int, reg: float, eta: float) -> np.ndarray:

@@ -63,7 +63,7 @@ def arc_lengths(vertices: np.ndarray) -> np.ndarray:
     return np.concatenate([[0.0], np.cumsum(steps)])
 
 
-class Projection(NamedTuple):
+class PolylineProjection(NamedTuple):
     """Rows projected on a polyline: arc length of the nearest point (b,) and squared distance (b,)."""
 
     arc: np.ndarray
@@ -77,7 +77,7 @@ def extended(vertices: np.ndarray, reach: float) -> np.ndarray:
     return np.vstack([vertices[0] + reach * units[0], vertices, vertices[-1] + reach * units[1]])
 
 
-def project(X: np.ndarray, vertices: np.ndarray, reach: float = 0.0) -> Projection:
+def project(X: np.ndarray, vertices: np.ndarray, reach: float = 0.0) -> PolylineProjection:
     """Each row's nearest point on the polyline: its arc length and squared distance.
 
     For every segment ``a + t d`` (t in [0, 1]) the nearest point has
@@ -90,7 +90,7 @@ def project(X: np.ndarray, vertices: np.ndarray, reach: float = 0.0) -> Projecti
     """
     if len(X) > PIECE_ROWS:
         parts = [project(X[s : s + PIECE_ROWS], vertices, reach) for s in range(0, len(X), PIECE_ROWS)]
-        return Projection(*(np.concatenate(a) for a in zip(*parts)))
+        return PolylineProjection(*(np.concatenate(a) for a in zip(*parts)))
     X = np.asarray(X, dtype=np.float64)
     line = extended(vertices, reach) if reach > 0 else vertices
     A, D = line[:-1], np.diff(line, axis=0)
@@ -114,7 +114,7 @@ def project(X: np.ndarray, vertices: np.ndarray, reach: float = 0.0) -> Projecti
     tt = np.clip(np.einsum("ij,ij->i", X - a, d) / length2[seg], 0.0, 1.0)
     r = X - a - tt[:, None] * d
     arc = arc_lengths(line) - reach
-    return Projection(arc[seg] + tt * np.sqrt(length2[seg]), np.einsum("ij,ij->i", r, r))
+    return PolylineProjection(arc[seg] + tt * np.sqrt(length2[seg]), np.einsum("ij,ij->i", r, r))
 
 
 def binned_sums(X: np.ndarray, arc: np.ndarray, sq: np.ndarray, start: float, stop: float, n_bins: int) -> PolylineSums:

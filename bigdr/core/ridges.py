@@ -27,7 +27,7 @@ sum cancels. The sums run over all support points, or over given pairs of
 points and support points (a kernel truncated at a radius).
 
 The papers (Ozertem & Erdogmus 2011; Genovese et al. 2014; Chen et al.
-2015) are listed in full under :class:`bigdr.curves.ridge.RidgeEstimator`.
+2015) are listed in full under :class:`bigdr.curves.density_ridge.DensityRidge`.
 """
 
 from __future__ import annotations

@@ -114,7 +114,9 @@ class HastieStuetzleCurve(BigdrEstimator):
     n_bins : int or None
         Bins of the smoother's sums (default ``10 * n_vertices``).
     max_iter : int
+        Iterations (a projection and a smoothing pass each) at most.
     tol : float
+        Stop when the mean squared distance to the curve changes by at most this fraction (at the final span).
 
     Attributes
     ----------
@@ -134,6 +136,8 @@ class HastieStuetzleCurve(BigdrEstimator):
     Wand, M. P. (1994). Fast computation of multivariate kernel estimators.
     Journal of Computational and Graphical Statistics 3, 433-445.
     """
+
+    _capabilities = frozenset({"spectrum", "structure"})
 
     def __init__(
         self,

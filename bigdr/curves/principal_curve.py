@@ -145,6 +145,7 @@ class PrincipalCurve(BigdrEstimator):
     max_iter : int
         Coefficient steps at most, over all rows (the sample's are counted apart).
     tol : float
+        Stop when the objective changes by at most this fraction in a step.
     sample_size : int or None
         Iterate first on a uniform sample of this many rows held in memory
         (one pass draws it) until ``R`` settles, then finish with passes over
@@ -191,6 +192,8 @@ class PrincipalCurve(BigdrEstimator):
     Regularized principal manifolds. Journal of Machine Learning Research 1,
     179-209.
     """
+
+    _capabilities = frozenset({"spectrum", "structure"})
 
     #: Latent dimensions: 1 for a curve (:class:`PrincipalManifold` has 2).
     _latent_dim = 1
@@ -404,11 +407,30 @@ class PrincipalManifold(PrincipalCurve):
     steps in two dimensions, and initial coordinates from ``init`` (by
     default a sample's two coordinates along its manifold; ``"pca"``: the
     first two principal components), each scaled to [0, 1]. ``transform`` gives each
-    row's two latent coordinates; the parameters, attributes and references
-    are :class:`PrincipalCurve`'s.
+    row's two latent coordinates; the parameters (below, from
+    :class:`PrincipalCurve`) and attributes are :class:`PrincipalCurve`'s.
+
+    References
+    ----------
+    Smola, A. J., Mika, S., Schoelkopf, B. & Williamson, R. C. (2001).
+    Regularized principal manifolds. Journal of Machine Learning Research 1,
+    179-209.
     """
 
     _latent_dim = 2
+
+
+def _parameters_section(doc: str) -> str:
+    """The raw ``Parameters`` section of a class docstring, up to the next section."""
+    start = doc.index("    Parameters\n    ----------\n")
+    end = min(doc.index(h, start + 1) for h in ("\n    Attributes\n", "\n    References\n") if h in doc[start + 1 :])
+    return doc[start:end] + "\n"
+
+
+# One description of the parameters, shown on both classes (and read by the command line's help).
+PrincipalManifold.__doc__ = (PrincipalManifold.__doc__ or "").replace(
+    "    References\n", _parameters_section(PrincipalCurve.__doc__ or "") + "\n    References\n", 1
+)
 
 
 class RegPath(NamedTuple):

@@ -100,6 +100,8 @@ class FactorAnalysis(BigdrEstimator):
     ((2, 6), True)
     """
 
+    _capabilities = frozenset({"spectrum", "loadings"})
+
     _persist_private = ("_state_mean", "_state_scatter")
 
     def __init__(

@@ -69,6 +69,7 @@ class FastICA(BigdrEstimator):
     n_components : int or None
         Sources to find (default ``min(n, p)``).
     algorithm : {"parallel", "deflation"}
+        All sources at once with symmetric decorrelation, or one after another.
     fun : {"logcosh", "exp", "cube"}
         ``g = tanh(alpha u)``, ``u exp(-u^2/2)`` or ``u^3``.
     fun_args : dict or None
@@ -79,12 +80,14 @@ class FastICA(BigdrEstimator):
     max_iter : int
         Iterations at most (per unit for deflation), in each phase.
     tol : float
+        Stop when ``max_i ||<w_i, w_i'>| - 1|`` falls below this (the unmixing vectors stop turning).
     w_init : array (n_components, n_components) or None
         Initial unmixing matrix (default: standard normal from ``random_state``).
     sample_size : int or None
         Iterate first on a uniform sample of this many rows held in memory,
         then finish with passes over all rows from where it stopped.
     random_state : int, Generator or None
+        Seed of the initial unmixing matrix and of the sample.
 
     Attributes
     ----------

@@ -73,7 +73,7 @@ from ..io import as_array, from_numpy
 from ..runtime.compute import compute, shared
 from ..runtime.memory import Part, streaming
 
-METHODS = ("auto", "exact", "nystroem", "fourier")
+APPROXIMATIONS = ("auto", "exact", "nystroem", "fourier")
 #: ``method="auto"``: exact up to this many rows.
 EXACT_MAX = 20_000
 #: Rows of one block of the exact kernel (the scratch of a block is this many rows times n).
@@ -156,7 +156,9 @@ class KernelPCA(ExtensionEstimator):
     Parameters
     ----------
     n_components : int
+        Components kept.
     kernel : {"rbf", "laplacian", "poly", "sigmoid", "cosine", "linear", "precomputed"}
+        The kernel; ``precomputed``: ``X`` is the kernel matrix itself.
     gamma : "scale", "auto" or float > 0
         Kernel coefficient of rbf, laplacian, poly and sigmoid. ``"scale"``:
         ``1 / (p * Var X)`` with ``Var X`` the variance of all entries (one
@@ -172,9 +174,11 @@ class KernelPCA(ExtensionEstimator):
     n_fourier : int
         Random features of ``fourier``.
     fit_inverse_transform : bool
+        Also learn the map back to the input space (kernel ridge regression), for ``inverse_transform``.
     alpha : float > 0
         Ridge of ``inverse_transform``.
     random_state : int
+        Seed of the landmark draw and the random features.
 
     Attributes
     ----------
@@ -182,7 +186,25 @@ class KernelPCA(ExtensionEstimator):
     eigenvectors_ : (n, n_components) ``a_j`` (exact only)
     gamma_, method_ : the kernel coefficient and method used
     n_features_in_, n_samples_seen_ : int
+
+    References
+    ----------
+    Schölkopf, B., Smola, A. & Müller, K.-R. (1998). Nonlinear component
+    analysis as a kernel eigenvalue problem. Neural Computation 10(5),
+    1299-1319. doi:10.1162/089976698300017467
+
+    Williams, C. K. I. & Seeger, M. (2001). Using the Nyström method to speed
+    up kernel machines. Advances in Neural Information Processing Systems 13,
+    682-688.
+
+    Rahimi, A. & Recht, B. (2007). Random features for large-scale kernel
+    machines. Advances in Neural Information Processing Systems 20.
+
+    Bakır, G. H., Weston, J. & Schölkopf, B. (2004). Learning to find
+    pre-images. Advances in Neural Information Processing Systems 16, 449-456.
     """
+
+    _cli_flags = {"method": "approximation", "n_landmarks": "landmarks"}  # --method chooses the method
 
     def __init__(
         self,
@@ -214,7 +236,7 @@ class KernelPCA(ExtensionEstimator):
     def _check_params(self, n: int) -> str:
         check_int(self.n_components, "n_components")
         check_choice(self.kernel, "kernel", (*KERNELS, "precomputed"))
-        check_choice(self.method, "method", METHODS)
+        check_choice(self.method, "method", APPROXIMATIONS)
         if not (isinstance(self.gamma, str) and self.gamma in ("scale", "auto")):
             check_real(self.gamma, "gamma ('scale', 'auto' or a number)", 0, low_open=True)
         check_real(self.alpha, "alpha", 0, low_open=True)

@@ -190,6 +190,8 @@ class PCA(BigdrEstimator):
     True
     """
 
+    _capabilities = frozenset({"spectrum", "loadings"})
+
     _preserves_dtype = ("float64", "float32")
 
     def __sklearn_is_fitted__(self) -> bool:

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-KERNELS = ("gaussian", "connectivity")
+WEIGHTINGS = ("gaussian", "connectivity")
 
 
 def auto_epsilon(distances: np.ndarray) -> float:

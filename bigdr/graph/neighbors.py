@@ -294,12 +294,12 @@ BACKENDS: dict[str, type[Backend]] = {
     "nndescent": NNDescentBackend,
     "faiss": FaissBackend,
 }
-METHODS = ("auto", *BACKENDS)
+SEARCH_METHODS = ("auto", *BACKENDS)
 
 
 def check_method(method: Any) -> str:
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(repr(m) for m in METHODS)}; got {method!r}.")
+    if method not in SEARCH_METHODS:
+        raise ValueError(f"method must be one of {', '.join(repr(m) for m in SEARCH_METHODS)}; got {method!r}.")
     return str(method)
 
 

@@ -25,13 +25,13 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components as _cc
 
-from .._validation import check_real
+from .._validation import check_int, check_real
 from ..core.distances import KDTREE_METRICS
 from ..exceptions import DisconnectedGraphWarning
 from ..io import as_array
 from ..runtime.compute import compute, parallelism
 from .knn import KNNGraph
-from .neighbors import NeighborIndex
+from .neighbors import NeighborIndex, check_method, check_metric
 
 TINY = float(np.finfo(np.float32).tiny)
 
@@ -129,6 +129,40 @@ def check_policy(policy: Any, allowed: tuple[str, ...]) -> str:
     if policy not in allowed:
         raise ValueError(f"on_disconnected must be one of {', '.join(repr(p) for p in allowed)}; got {policy!r}.")
     return str(policy)
+
+
+def check_graph_params(
+    n_neighbors: Any,
+    metric: Any,
+    neighbor_method: Any,
+    on_disconnected: Any,
+    allowed: tuple[str, ...],
+    *,
+    search: str | None = None,
+) -> None:
+    """The neighbour-graph parameters every graph method shares, checked in one place.
+
+    ``n_neighbors`` may be None (a radius graph); ``search`` is the search
+    the metric must suit when it is not ``neighbor_method`` (a radius graph's k-d tree).
+    """
+    if n_neighbors is not None:
+        check_int(n_neighbors, "n_neighbors")
+    check_policy(on_disconnected, allowed)
+    check_method(neighbor_method)
+    check_metric(metric, search or neighbor_method)
+
+
+def check_graph_size(n_neighbors: Any, n_rows: int, what: str = "rows") -> None:
+    """``n_neighbors`` against the rows a graph is built on: each row's neighbours are other rows.
+
+    Checked before the memory estimate, which would otherwise refuse an impossible
+    graph as one too large for memory.
+    """
+    if n_neighbors is not None and int(n_neighbors) >= n_rows:
+        raise ValueError(
+            f"n_neighbors={n_neighbors} must be below the number of {what} ({n_rows:,}): "
+            f"each row's neighbours are other rows."
+        )
 
 
 def resolve_components(

@@ -2,7 +2,7 @@
 (:mod:`bigdr.io.read`), writing atomic and resumable zarr stores
 (:mod:`bigdr.io.write`) and sparse CSR stores (:mod:`bigdr.io.sparse`)."""
 
-from .append import append_zarr, staging_path
+from .append import append_zarr, batch_identity, check_repeat, staging_path
 from .obsm import write_obsm
 from .outputs import check_growable, check_output, describe_os_error, publish, temporary_sibling, written_by_bigdr
 from .read import (
@@ -22,6 +22,8 @@ __all__ = [
     "DEFAULT_CHUNK_BYTES",
     "DONE_DIR",
     "append_zarr",
+    "batch_identity",
+    "check_repeat",
     "as_array",
     "check_growable",
     "check_output",

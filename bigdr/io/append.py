@@ -124,6 +124,53 @@ def _fingerprint(path: Path, n_old: int, prepared: dict[str, da.Array], source: 
     return h.hexdigest()
 
 
+def batch_identity(X: da.Array) -> str:
+    """What identifies a batch of rows from one run to the next: its files, shape, dtype, first and last rows.
+
+    Reads two rows. Recorded with each append (``batch``), so that appending the
+    same rows again is noticed (:func:`check_repeat`).
+    """
+    import hashlib
+
+    files = sorted(str(Path(p).resolve()) for p in source_paths(X))
+    h = hashlib.sha256(json.dumps([files, list(X.shape), str(X.dtype)]).encode())
+    if X.shape[0]:
+        h.update(np.ascontiguousarray(da.concatenate([X[:1], X[-1:]]).compute()).tobytes())
+    return h.hexdigest()[:32]
+
+
+def appends(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """The appends recorded in a store (oldest first): rows, time, source and batch."""
+    import zarr
+
+    records = zarr.open(str(path), mode="r").attrs.get(APPENDS_ATTR, [])
+    return [dict(r) for r in records] if isinstance(records, list) else []
+
+
+def check_repeat(path: str | os.PathLike, batch: str, allow_repeat: bool = False) -> None:
+    """Refuse to append a batch that an earlier append to ``path`` recorded, unless ``allow_repeat``.
+
+    Appending the same rows twice would leave the store longer than its input
+    and its rows no longer aligned with the input's.
+    """
+    if allow_repeat:
+        return
+    import zarr
+
+    attrs = zarr.open(str(path), mode="r").attrs
+    first = [{"batch": attrs.get("batch"), "source": attrs.get("input"), "where": "its first rows"}]
+    for record in first + appends(path):
+        if record.get("batch") == batch:
+            where = record.get("where") or "its rows {}-{}, appended at {}".format(
+                record["rows"][0], record["rows"][1] - 1, record.get("time")
+            )
+            raise ValueError(
+                f"These rows are in {str(path)!r} already ({where}, from {record.get('source')}); appending "
+                f"them again would misalign the store with its input rows. Pass allow_repeat=True (command "
+                f"line: --allow-repeat) to append them once more."
+            )
+
+
 def _array_dir(path: Path, name: str) -> Path:
     return path / name if name else path
 
@@ -194,6 +241,8 @@ def append_zarr(
     resume: bool = False,
     source: str | None = None,
     also: dict[str, Any] | None = None,
+    batch: str | None = None,
+    allow_repeat: bool = False,
 ) -> Path:
     """Append rows to an existing zarr store (format 2 or 3), atomically and resumably.
 
@@ -217,6 +266,11 @@ def append_zarr(
     also : dict of name -> lazy value, optional
         Computed in the same pass as the rows (a statistic of the same
         graph); each value is replaced by its result.
+    batch : str, optional
+        The identity of the rows' input (:func:`batch_identity`), recorded with
+        the append; an append of a batch the store already recorded is refused.
+    allow_repeat : bool
+        Append a recorded batch again.
 
     Returns
     -------
@@ -240,6 +294,8 @@ def append_zarr(
     if not final.exists():
         raise FileNotFoundError(f"No zarr store at {str(path)!r} to append to; write it first (bigdr.write_zarr).")
     root, nodes = _targets(final, X_new, dataset)
+    if batch is not None:
+        check_repeat(final, batch, allow_repeat)
     batches = X_new if isinstance(X_new, dict) else {next(iter(nodes)): X_new}
     prepared = {name: _prepare(name, nodes[name], batches[name]) for name in nodes}
     inputs = sorted({p for a in prepared.values() for p in source_paths(a)})
@@ -272,6 +328,7 @@ def append_zarr(
     )
     record = json_safe(
         {"rows": [n_old, n_new], "time": datetime.datetime.now(datetime.timezone.utc).isoformat(), "source": label}
+        | ({"batch": batch} if batch is not None else {})
     )
     try:
         if not stage.exists():

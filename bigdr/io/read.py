@@ -91,6 +91,10 @@ def from_numpy(X: np.ndarray, row_chunks: tuple[int, ...]) -> da.Array:
     return da.Array(graph, name, (tuple(row_chunks), (X.shape[1],)), meta=X[:0, :0])
 
 
+#: Text formats refused with the conversion to use (rather than zarr's "not a store").
+TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz")
+
+
 def _open_path(path: str, *, dataset: str | None, storage_options: dict | None) -> Any:
     lower = path.lower().rstrip("/")
     from .anndata import is_anndata, open_anndata
@@ -120,6 +124,12 @@ def _open_path(path: str, *, dataset: str | None, storage_options: dict | None) 
                 )
             dataset = names[0]
         return f[dataset]
+    if lower.endswith(TEXT_SUFFIXES) and not os.path.isdir(path):
+        raise ValueError(
+            f"{path!r} is a text file; bigdr reads zarr stores, .npy, HDF5 and AnnData files, not CSV or text. "
+            f"Convert it once: in memory, np.save('X.npy', np.loadtxt({path!r}, delimiter=',')); larger than "
+            f"memory, dask.dataframe.read_csv({path!r}).to_dask_array(lengths=True).to_zarr('X.zarr')."
+        )
     return open_zarr(path, dataset=dataset, storage_options=storage_options)
 
 

@@ -55,8 +55,15 @@ from ..core.triangulation import (
 from ..exceptions import DisconnectedGraphWarning
 from ..graph.incremental import relax_geodesics, reservoir, update_knn
 from ..graph.knn import knn_graph
-from ..graph.neighbors import NeighborIndex, check_method, check_metric, nearest_other
-from ..graph.sparse import check_policy, csr_from_lists, landmark_geodesics, radius_graph, resolve_components
+from ..graph.neighbors import NeighborIndex, nearest_other
+from ..graph.sparse import (
+    check_graph_params,
+    check_graph_size,
+    csr_from_lists,
+    landmark_geodesics,
+    radius_graph,
+    resolve_components,
+)
 from ..io import as_array, from_numpy
 from ..runtime.compute import compute
 from ..runtime.memory import MemoryEstimate, Part, check_memory, streaming
@@ -132,6 +139,7 @@ class Isomap(ExtensionEstimator):
     Parameters
     ----------
     n_components : int
+        Coordinates of the embedding.
     n_neighbors : int or None
         Neighbours per row in the kNN graph (union-symmetrised, as
         scikit-learn). Default 10: scikit-learn's 5 often leaves large noisy
@@ -252,14 +260,13 @@ class Isomap(ExtensionEstimator):
         check_int(self.n_components, "n_components")
         if (self.n_neighbors is None) == (self.radius is None):
             raise ValueError("Give exactly one of n_neighbors and radius (set the other to None).")
-        if self.n_neighbors is not None:
-            check_int(self.n_neighbors, "n_neighbors")
         if self.radius is not None:
             check_real(self.radius, "radius", 0, low_open=True)
-        check_policy(self.on_disconnected, ON_DISCONNECTED)
         check_choice(self.landmark_method, "landmark_method", ("random", "maxmin"))
-        check_method(self.neighbor_method)
-        check_metric(self.metric, "auto" if self.radius is None else "kdtree")
+        check_graph_params(
+            self.n_neighbors, self.metric, self.neighbor_method, self.on_disconnected, ON_DISCONNECTED,
+            search="auto" if self.radius is None else "kdtree",
+        )  # fmt: skip
         self.seed_ = resolve_seed(self.random_state)
 
     def _plan(self, n: int) -> tuple[str, int]:
@@ -395,6 +402,7 @@ class Isomap(ExtensionEstimator):
         self, Xd: da.Array, in_memory: bool = False, plan: tuple[str, int] | None = None
     ) -> dict[str, Part]:
         n, p = Xd.shape
+        check_graph_size(self.n_neighbors, n)
         mode, n_ref = plan or self._plan(n)
         k = self.n_neighbors if self.n_neighbors is not None else RADIUS_DEGREE
         lm = self.landmarks
@@ -435,8 +443,7 @@ class Isomap(ExtensionEstimator):
         if self.radius is not None:
             return radius_graph(ref, self.radius, self.metric), None
         k = check_int(self.n_neighbors, "n_neighbors")
-        if k >= len(ref):
-            raise ValueError(f"n_neighbors={k} must be less than the {len(ref)} rows of the graph.")
+        check_graph_size(k, len(ref), "rows of the graph")
         graph = knn_graph(ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_)
         ind, dist = compute(graph.indices, graph.distances)
         self.graph_indices_, self.graph_distances_ = ind, dist  # the state partial_fit updates

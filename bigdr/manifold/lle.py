@@ -59,7 +59,7 @@ from ..blockwise.extension import Extension
 from ..blockwise.sampling import SAMPLE_CHUNK_BYTES, select_landmarks
 from ..core.drift import empirical_threshold
 from ..core.eigen import factored_smallest_eigh, flip_signs, smallest_eigh
-from ..core.local_linear import METHODS, min_neighbors, place_unused
+from ..core.local_linear import VARIANTS, min_neighbors, place_unused
 from ..core.triangulation import rigid_alignment
 from ..graph.barycentric import (
     Barycentric,
@@ -70,8 +70,7 @@ from ..graph.barycentric import (
     modified_eta,
 )
 from ..graph.knn import knn_graph
-from ..graph.neighbors import check_method, check_metric
-from ..graph.sparse import check_policy, csr_from_lists, resolve_components
+from ..graph.sparse import check_graph_params, check_graph_size, csr_from_lists, resolve_components
 from ..io import as_array, from_numpy
 from ..runtime.compute import compute
 from ..runtime.memory import Part, streaming
@@ -153,11 +152,15 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         (scikit-learn's); ``lobpcg``/``amg``: :func:`bigdr.blockwise.linalg.smallest_eigh`
         on the assembled matrix. ``auto``: dense up to 2,000 rows, else
         ``lu`` (the measured choice, benchmarks/results/lle.md).
-    metric, neighbor_method : neighbour search (:func:`bigdr.knn_graph`).
+    metric : str
+        Distance of the neighbour search (:func:`bigdr.knn_graph`).
+    neighbor_method : {"auto", "kdtree", "brute", "faiss", "nndescent"}
+        Neighbour search (:func:`bigdr.knn_graph`); ``auto`` picks from the rows and width.
     on_disconnected : {"warn", "raise"}
         A disconnected neighbour graph: each component's embedding is
         independent (the package's policy, :func:`bigdr.graph.sparse.resolve_components`).
     random_state : int
+        Seed of the landmark and reference draws, the eigensolver's start and NN-descent.
 
     Attributes
     ----------
@@ -174,6 +177,8 @@ class LocallyLinearEmbedding(ExtensionEstimator):
     Grimes (2003), PNAS 100(10); Zhang & Zha (2004), SIAM J. Sci. Comput.
     26(1); Vladymyrov & Carreira-Perpinan (2013), ECML PKDD.
     """
+
+    _cli_flags = {"method": "variant"}  # --method chooses the method
 
     def __init__(
         self,
@@ -206,16 +211,14 @@ class LocallyLinearEmbedding(ExtensionEstimator):
     # -- checks -------------------------------------------------------------------------
     def _check_params(self, n: int) -> str:
         check_int(self.n_components, "n_components")
-        check_int(self.n_neighbors, "n_neighbors")
-        check_choice(self.method, "method", METHODS)
+        check_graph_params(self.n_neighbors, self.metric, self.neighbor_method, self.on_disconnected, ON_DISCONNECTED)
+        check_graph_size(self.n_neighbors, n)
+        check_choice(self.method, "method", VARIANTS)
         check_real(self.reg, "reg", 0, low_open=True)
         check_choice(self.eigen_solver, "eigen_solver", SOLVERS)
         check_int(self.reference_size, "reference_size", 2)
         if self.landmark_neighbors is not None:
             check_int(self.landmark_neighbors, "landmark_neighbors")
-        check_policy(self.on_disconnected, ON_DISCONNECTED)
-        check_method(self.neighbor_method)
-        check_metric(self.metric, self.neighbor_method)
         need = min_neighbors(self.method, self.n_components)
         if self.n_neighbors < need:
             raise ValueError(

@@ -121,6 +121,7 @@ class ClassicalMDS(BigdrEstimator):
     Parameters
     ----------
     n_components : int
+        Coordinates of the embedding.
     metric : str or callable
         ``"precomputed"``: ``X`` is an n x n dissimilarity matrix (numpy, dask,
         zarr), checked and processed blockwise. ``"euclidean"`` on features:
@@ -373,6 +374,7 @@ class LandmarkMDS(ExtensionEstimator):
     Parameters
     ----------
     n_components : int
+        Coordinates of the embedding.
     n_landmarks : int
         ``m``; at least ``n_components + 1``, and at most the number of rows
         (a larger value is clamped to it: ``n_landmarks_``). Cost of placing a
@@ -385,6 +387,7 @@ class LandmarkMDS(ExtensionEstimator):
         A name of ``scipy.spatial.distance.cdist`` or a function ``f(A, B)``
         returning the distances between the rows of two blocks.
     metric_params : dict, optional
+        Keyword arguments of the metric.
     random_state : int or None
         Seed of the landmark draw (kept in ``seed_``).
 
@@ -420,6 +423,8 @@ class LandmarkMDS(ExtensionEstimator):
     >>> lmds.transform(X[:5]).shape
     (5, 2)
     """
+
+    _cli_flags = {"n_landmarks": "landmarks"}
 
     def __init__(
         self,

@@ -1,28 +1,19 @@
-"""Diffusion maps and Laplacian eigenmaps on sparse neighbour kernels.
+"""The spectral methods' shared machinery: a neighbour kernel, one sparse eigenproblem, the Nystrom extension.
 
-**Diffusion map** (Coifman & Lafon 2006):
-the eigenpairs ``S v_k = lambda_k v_k`` of the symmetric conjugate ``S =
-D^-1/2 W_alpha D^-1/2`` give the right eigenvectors ``phi_k = D^-1/2 v_k``
-of the Markov matrix ``M = D^-1 W_alpha``; the map at time ``t`` is
-``(lambda_2^t phi_2(x), ..., lambda_{d+1}^t phi_{d+1}(x))``, the trivial
-``phi_1 = 1`` dropped. Euclidean distance in the full map is the diffusion
-distance (:func:`diffusion_distance`).
-
-**Laplacian eigenmaps** (Belkin & Niyogi 2003): the smallest
-nontrivial eigenvectors of ``L = D - W`` (``unnormalized``), of ``I -
-D^-1/2 W D^-1/2`` (``symmetric``), or of the generalised problem ``L v =
-lambda D v``, i.e. of ``I - D^-1 W`` (``random_walk``, scikit-learn's
-choice).
-
-Both solve one sparse symmetric eigenproblem (:func:`bigdr.core.eigen.smallest_eigh`:
-dense LAPACK for small graphs, LOBPCG with an algebraic-multigrid
-preconditioner above) on a reference set: all rows, or ``m`` landmarks
-drawn in one pass. New rows, and in landmark mode every row, are embedded
-blockwise by the Nyström extension ``phi_k(x) = (1/lambda_k) sum_j M(x, j)
-phi_k(j)`` with ``M(x, .)`` the row of the Markov matrix that ``x`` would
-have had (:func:`bigdr.graph.affinity.new_row_weights`); for the unnormalised
-Laplacian ``v(x) = sum_j w(x, j) v_j / (d(x) - mu)``. A training row gets
-back its own coordinates.
+:class:`~bigdr.manifold.diffusion_map.DiffusionMap` and
+:class:`~bigdr.manifold.spectral_embedding.SpectralEmbedding` differ only in
+the operator they solve and the scaling of its eigenvectors; everything else
+is here. Both solve one sparse symmetric eigenproblem
+(:func:`bigdr.core.eigen.smallest_eigh`: dense LAPACK for small graphs,
+LOBPCG with an algebraic-multigrid preconditioner above) on a reference set:
+all rows, or ``m`` landmarks drawn in one pass, or every row from the graph
+of all rows built on the workers (:mod:`~bigdr.manifold.spectral_partitioned`).
+New rows, and in landmark mode every row, are embedded blockwise by the
+Nyström extension ``phi_k(x) = (1/lambda_k) sum_j M(x, j) phi_k(j)`` with
+``M(x, .)`` the row of the Markov matrix that ``x`` would have had
+(:func:`bigdr.graph.affinity.new_row_weights`, :mod:`~bigdr.manifold.nystrom`);
+for the unnormalised Laplacian ``v(x) = sum_j w(x, j) v_j / (d(x) - mu)``. A
+training row gets back its own coordinates.
 """
 
 from __future__ import annotations
@@ -44,12 +35,12 @@ from ..core.drift import empirical_threshold
 from ..core.eigen import flip_signs, smallest_eigh
 from ..core.triangulation import rigid_alignment
 from ..exceptions import DisconnectedGraphWarning
-from ..graph.affinity import KERNELS, affinity, auto_epsilon, check_alpha
+from ..graph.affinity import affinity, auto_epsilon
 from ..graph.incremental import reservoir, update_knn
 from ..graph.knn import knn_graph
-from ..graph.neighbors import NeighborIndex, check_method, check_metric
-from ..graph.operators import normalise, symmetric_operator
-from ..graph.sparse import check_policy, resolve_components
+from ..graph.neighbors import NeighborIndex
+from ..graph.operators import symmetric_operator
+from ..graph.sparse import check_graph_params, check_graph_size, resolve_components
 from ..io import as_array, from_numpy
 from ..runtime.compute import compute
 from ..runtime.memory import MemoryEstimate, Part, check_memory, streaming
@@ -78,8 +69,6 @@ ON_DISCONNECTED = ("warn", "raise")
 class _SpectralBase(ExtensionEstimator):
     """Shared fit and transform of the diffusion map and Laplacian eigenmaps."""
 
-    _abstract = True
-
     # Set by the subclasses.
     _kernel: str
     _self_loops: bool
@@ -93,16 +82,14 @@ class _SpectralBase(ExtensionEstimator):
 
     def _check_common(self) -> None:
         check_int(self.n_components, "n_components")
-        check_int(self.n_neighbors, "n_neighbors")
         if not (isinstance(self.epsilon, str) and self.epsilon == "auto"):
             check_real(self.epsilon, "epsilon ('auto' or a number)", 0, low_open=True)
-        check_policy(self.on_disconnected, ON_DISCONNECTED)
-        check_method(self.neighbor_method)
-        check_metric(self.metric, self.neighbor_method)
+        check_graph_params(self.n_neighbors, self.metric, self.neighbor_method, self.on_disconnected, ON_DISCONNECTED)
         self.seed_ = resolve_seed(self.random_state)
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False, n_ref: int | None = None) -> dict[str, Part]:
         n, p = Xd.shape
+        check_graph_size(self.n_neighbors, n)
         if n_ref is None:
             lm = self.landmarks
             if isinstance(lm, str):
@@ -153,8 +140,7 @@ class _SpectralBase(ExtensionEstimator):
         ref, mode = self._reference(X, Xd)
         n_ref, d = len(ref), self.n_components
         k = self.n_neighbors
-        if k >= n_ref:
-            raise ValueError(f"n_neighbors={k} must be less than the {n_ref} rows of the graph.")
+        check_graph_size(k, n_ref, "rows of the graph")
         if d >= n_ref:
             raise ValueError(
                 f"n_components={d} must be less than the number of graph rows ({n_ref}): the first "
@@ -375,217 +361,3 @@ class _SpectralBase(ExtensionEstimator):
             f"{type(self).__name__} ({self.mode_}, graph of {self._graph_rows()} rows): "
             f"eigenvalues {[round(float(v), 6) for v in self.eigenvalues_]}"
         )
-
-
-class DiffusionMap(_SpectralBase):
-    """Diffusion map on a kNN-truncated Gaussian kernel, exact or by landmarks.
-
-    Parameters
-    ----------
-    n_components : int
-        ``d``: coordinates kept after dropping the trivial one.
-    n_neighbors : int
-        Other rows per row in the kernel graph (union-symmetrised).
-    epsilon : "auto" or float
-        Kernel scale in ``exp(-|x - y|^2 / (2 epsilon^2))``.
-        ``"auto"``: half the median distance to the ``n_neighbors``-th
-        neighbour (the kernel is ``e^-2`` there).
-    alpha : float in [0, 1]
-        Coifman–Lafon normalisation: 0 graph Laplacian, 0.5 Fokker–Planck,
-        1 Laplace–Beltrami (default: the geometry without the sampling density).
-    t : float >= 0
-        Diffusion time: coordinates are ``lambda_k^t phi_k``.
-    landmarks : "auto", None or int
-        None: all rows form the graph (held in this process). int ``m``: the
-        map is fitted on ``m`` rows drawn uniformly in one pass and every row
-        is embedded by the Nyström extension, blockwise (memory independent
-        of n). ``"auto"``: all rows up to 1,500,000, else 100,000 landmarks,
-        or more (up to 1,000,000) when the manifold's estimated dimension
-        asks for more (:func:`bigdr.core.dimension.rows_needed`). Fewer
-        landmarks than that rule asks for warn (``SparseGraphWarning``).
-    eigen_solver : {"auto", "dense", "arpack", "lobpcg", "amg"}
-        See :func:`bigdr.blockwise.linalg.smallest_eigh`; ``auto``: dense up to 2000
-        graph rows, else LOBPCG with an AMG preconditioner.
-    metric, neighbor_method : neighbour search (:func:`bigdr.knn_graph`).
-    on_disconnected : {"warn", "raise"}
-    random_state : int
-    partitions : None, int or "auto"
-        None: the graph is built in this process. An int or ``"auto"``: every
-        row is embedded from the graph of all rows, built by cells on the
-        workers (:func:`bigdr.knn_graph`), with LOBPCG on the operator held
-        in row blocks (:mod:`bigdr.manifold.spectral_partitioned`).
-
-    Attributes
-    ----------
-    eigenvalues_ : (n_components,) eigenvalues ``lambda_k`` of M, descending (``<= 1``)
-    eigenvectors_ : (n_ref, n_components) ``phi_k`` on the reference rows
-    embedding_ : (n, n_components), when ``X`` is in memory
-    epsilon_ : float, the scale used
-    n_unit_eigenvalues_ : int, how many eigenvalues equal 1 (components of the graph)
-    mode_ : {"all-rows", "landmarks", "partitioned"}
-    landmark_residual_, all_rows_epsilon_ : with ``partitions`` (:mod:`bigdr.manifold.spectral_partitioned`)
-    intrinsic_dimension_ : float, Levina-Bickel estimate of the manifold's dimension from the graph
-    """
-
-    _kernel = "gaussian"
-    _self_loops = True
-    _kind = "markov"
-
-    def __init__(
-        self,
-        n_components: int = 2,
-        n_neighbors: int = 15,
-        epsilon: Any = "auto",
-        alpha: float = 1.0,
-        t: float = 1,
-        landmarks: Any = "auto",
-        eigen_solver: str = "auto",
-        metric: str = "euclidean",
-        neighbor_method: str = "auto",
-        on_disconnected: str = "warn",
-        random_state: int = 0,
-        partitions: Any = None,
-    ) -> None:
-        self.n_components = n_components
-        self.n_neighbors = n_neighbors
-        self.epsilon = epsilon
-        self.alpha = alpha
-        self.t = t
-        self.landmarks = landmarks
-        self.eigen_solver = eigen_solver
-        self.metric = metric
-        self.neighbor_method = neighbor_method
-        self.on_disconnected = on_disconnected
-        self.random_state = random_state
-        self.partitions = partitions
-
-    def _alpha(self) -> float:
-        return check_alpha(self.alpha)
-
-    def _scale(self, mu: np.ndarray) -> np.ndarray:
-        t = self.t
-        if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) or not t >= 0:
-            raise ValueError(f"t must be a number >= 0; got {t!r}.")
-        lam = 1.0 - mu
-        if float(t).is_integer():
-            return lam ** int(t)
-        return np.sign(lam) * np.abs(lam) ** t  # a fractional power of a negative eigenvalue: keep its sign
-
-    @property
-    def eigenvalues_(self) -> np.ndarray:
-        self._check_fitted()
-        return 1.0 - self.laplacian_eigenvalues_
-
-
-class SpectralEmbedding(_SpectralBase):
-    """Laplacian eigenmaps (Belkin & Niyogi 2003) with a Nyström ``transform``.
-
-    Parameters
-    ----------
-    n_components : int
-    affinity : {"nearest_neighbors", "gaussian"}
-        ``nearest_neighbors``: 0/1 kNN adjacency symmetrised as ``(A + A^T)/2``
-        (scikit-learn's). ``gaussian``: the kNN-truncated heat kernel.
-    n_neighbors : int
-        Other rows per row. scikit-learn's ``n_neighbors`` counts the row
-        itself: its ``n_neighbors=k`` is this ``k - 1``.
-    laplacian : {"random_walk", "symmetric", "unnormalized"}
-        ``random_walk``: the generalised problem ``L v = lambda D v``
-        (scikit-learn's embedding). ``symmetric``: eigenvectors of ``I -
-        D^-1/2 W D^-1/2``. ``unnormalized``: of ``D - W``.
-    epsilon : "auto" or float
-        Kernel scale of the ``gaussian`` affinity.
-    landmarks, eigen_solver, metric, neighbor_method, on_disconnected, random_state, partitions
-        As in :class:`DiffusionMap`.
-
-    Attributes
-    ----------
-    eigenvalues_ : (n_components,) the Laplacian's eigenvalues, ascending (trivial 0 dropped)
-    embedding_, eigenvectors_, epsilon_, mode_, intrinsic_dimension_ : as in :class:`DiffusionMap`
-    """
-
-    _self_loops = False
-
-    def __init__(
-        self,
-        n_components: int = 2,
-        affinity: str = "nearest_neighbors",
-        n_neighbors: int = 10,
-        laplacian: str = "random_walk",
-        epsilon: Any = "auto",
-        landmarks: Any = "auto",
-        eigen_solver: str = "auto",
-        metric: str = "euclidean",
-        neighbor_method: str = "auto",
-        on_disconnected: str = "warn",
-        random_state: int = 0,
-        partitions: Any = None,
-    ) -> None:
-        self.n_components = n_components
-        self.affinity = affinity
-        self.n_neighbors = n_neighbors
-        self.laplacian = laplacian
-        self.epsilon = epsilon
-        self.landmarks = landmarks
-        self.eigen_solver = eigen_solver
-        self.metric = metric
-        self.neighbor_method = neighbor_method
-        self.on_disconnected = on_disconnected
-        self.random_state = random_state
-        self.partitions = partitions
-
-    @property
-    def _kernel(self) -> str:  # type: ignore[override]  # a class attribute in DiffusionMap
-        if self.affinity == "nearest_neighbors":
-            return "connectivity"
-        if self.affinity not in KERNELS:
-            raise ValueError(f"affinity must be 'nearest_neighbors' or 'gaussian'; got {self.affinity!r}.")
-        return self.affinity
-
-    @property
-    def _kind(self) -> str:  # type: ignore[override]  # a class attribute in DiffusionMap
-        kinds = {"random_walk": "markov", "symmetric": "symmetric", "unnormalized": "unnormalized"}
-        if self.laplacian not in kinds:
-            raise ValueError(f"laplacian must be 'random_walk', 'symmetric' or 'unnormalized'; got {self.laplacian!r}.")
-        return kinds[self.laplacian]
-
-    @property
-    def eigenvalues_(self) -> np.ndarray:
-        self._check_fitted()
-        return self.laplacian_eigenvalues_
-
-
-def diffusion_distance(
-    X: Any,
-    t: float = 1,
-    n_neighbors: int = 15,
-    epsilon: Any = "auto",
-    alpha: float = 1.0,
-    metric: str = "euclidean",
-    max_samples: int = 5000,
-) -> np.ndarray:
-    """Diffusion distances of a small set by their definition (Coifman & Lafon 2006).
-
-    ``D_t(i, j)^2 = sum_l (M^t[i, l] - M^t[j, l])^2 / deg(l)`` with ``M`` and
-    ``deg`` from the same kernel graph as :class:`DiffusionMap` (integer
-    ``t``). Equal to the Euclidean distances of the full diffusion map.
-    """
-    Xd = as_array(X, name="X")
-    n = Xd.shape[0]
-    if n > max_samples:
-        raise ValueError(f"diffusion_distance forms n x n matrices; {n} rows is more than max_samples={max_samples}.")
-    if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 0:
-        raise ValueError(f"t must be a non-negative int here (a matrix power); got {t!r}.")
-    alpha = check_alpha(alpha)
-    (data,) = compute(Xd)
-    ind, dist = knn_graph(data, n_neighbors, metric=metric).compute()
-    dist = dist.astype(np.float64)
-    eps = auto_epsilon(dist) if isinstance(epsilon, str) else float(epsilon)
-    norm = normalise(affinity(ind, dist, "gaussian", eps, True).W, alpha)
-    S = norm.S.toarray()
-    sd = np.sqrt(norm.d)
-    Mt = np.linalg.matrix_power(S, t) * (sd[None, :] / sd[:, None])  # M^t = D^-1/2 S^t D^1/2
-    scaled = Mt / sd[None, :]
-    sq = np.einsum("ij,ij->i", scaled, scaled)
-    D2 = sq[:, None] + sq[None, :] - 2.0 * scaled @ scaled.T
-    return np.sqrt(np.maximum(D2, 0.0))

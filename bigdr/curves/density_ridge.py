@@ -15,6 +15,7 @@ import dask
 import dask.array as da
 import numpy as np
 
+from .. import _deprecated
 from .._random import as_generator, resolve_seed
 from .._validation import check_int, check_n_features, check_real
 from ..base import BigdrEstimator, chunk_bytes_of, like_input
@@ -104,7 +105,7 @@ def _nearest_block(block: np.ndarray, ridge: NeighborIndex, points: np.ndarray) 
     return np.concatenate(out) if out else np.zeros((0, x.shape[1] + 2))
 
 
-class RidgeEstimator(BigdrEstimator):
+class DensityRidge(BigdrEstimator):
     r"""Density ridges by subspace-constrained mean shift (SCMS), out of core.
 
     The density is a Gaussian kernel estimate
@@ -162,6 +163,7 @@ class RidgeEstimator(BigdrEstimator):
     tol : float
         Stop moving a point when the projected mean shift is below ``tol * h``.
     max_iter : int
+        Mean-shift steps per point at most.
     random_state : int, Generator or None
         Seed of the support and query samples.
 
@@ -202,6 +204,8 @@ class RidgeEstimator(BigdrEstimator):
     Silverman, B. W. (1986). Density Estimation for Statistics and Data
     Analysis. Chapman & Hall.
     """
+
+    _capabilities = frozenset({"spectrum", "structure"})
 
     def __init__(
         self,
@@ -252,7 +256,7 @@ class RidgeEstimator(BigdrEstimator):
             "support": Part(4 * m * p * 8, "the density's support and its k-d tree", "support_size"),
         }
 
-    def fit(self, X: Any, y: Any = None, *, queries: Any = None) -> RidgeEstimator:
+    def fit(self, X: Any, y: Any = None, *, queries: Any = None) -> DensityRidge:
         """Find the ridge of the density of ``X`` (numpy, dask, zarr or a path).
 
         ``queries``: the points to move onto the ridge (default: a uniform
@@ -274,7 +278,7 @@ class RidgeEstimator(BigdrEstimator):
             support, indices = uniform_sample(Xd, int(self.support_size), seed)
         return self._fit_support(support, indices, n, p, queries)
 
-    def partial_fit(self, X: Any, y: Any = None) -> RidgeEstimator:
+    def partial_fit(self, X: Any, y: Any = None) -> DensityRidge:
         """Learn from new rows without reading the earlier ones again: the result equals ``fit`` on all rows seen.
 
         Every row has a key fixed by ``random_state`` and its global row
@@ -293,10 +297,10 @@ class RidgeEstimator(BigdrEstimator):
         if not self.__sklearn_is_fitted__():
             return self.fit(X)
         if not hasattr(self, "support_indices_"):
-            raise ValueError("This model was saved before RidgeEstimator had partial_fit; fit it again to update it.")
+            raise ValueError("This model was saved before DensityRidge had partial_fit; fit it again to update it.")
         Xd = as_array(X, name="X", min_rows=1)
         p = self.n_features_in_
-        check_n_features(Xd.shape[1], p, "RidgeEstimator")
+        check_n_features(Xd.shape[1], p, "DensityRidge")
         self._check_params(p)
         n_b, start, m = Xd.shape[0], self.n_samples_seen_, int(self.support_size)
         old_keys = keys_of(self.support_indices_, self.seed_)
@@ -311,7 +315,7 @@ class RidgeEstimator(BigdrEstimator):
             support, indices = support[order], indices[order]
         return self._fit_support(support, indices, start + n_b, p, None)
 
-    def _fit_support(self, support: np.ndarray, indices: np.ndarray, n: int, p: int, queries: Any) -> RidgeEstimator:
+    def _fit_support(self, support: np.ndarray, indices: np.ndarray, n: int, p: int, queries: Any) -> DensityRidge:
         """The ridge of the density on ``support`` (rows ``indices`` of the ``n`` seen), from ``queries`` or a sample.
 
         Nothing of the model changes until the ridge is found.
@@ -333,7 +337,7 @@ class RidgeEstimator(BigdrEstimator):
             start = support[np.sort(pick)]
         else:
             start = np.asarray(compute(as_array(queries, name="queries", min_rows=1))[0], dtype=np.float64)
-            check_n_features(start.shape[1], p, "RidgeEstimator")
+            check_n_features(start.shape[1], p, "DensityRidge")
         dens = model.density(start)
         keep = dens >= float(self.density_threshold) * dens.max()
         run = _run_on_workers(model, start[keep], float(self.tol), int(self.max_iter))
@@ -376,7 +380,7 @@ class RidgeEstimator(BigdrEstimator):
     def _projected(self, X: Any) -> da.Array:
         """Lazy (n, p + 2): each row's ridge point, its distance to it, and whether it is on a ridge."""
         Xd = as_array(X, name="X", min_rows=1)
-        check_n_features(Xd.shape[1], self.n_features_in_, "RidgeEstimator")
+        check_n_features(Xd.shape[1], self.n_features_in_, "DensityRidge")
         if len(Xd.chunks[1]) != 1:
             Xd = Xd.rechunk({1: -1})
         p = self.n_features_in_
@@ -416,12 +420,12 @@ class RidgeEstimator(BigdrEstimator):
         """The kernel density estimate at the rows of ``X`` (in memory)."""
         self._check_fitted()
         x = np.asarray(compute(as_array(X, name="X", min_rows=1))[0], dtype=np.float64)
-        check_n_features(x.shape[1], self.n_features_in_, "RidgeEstimator")
+        check_n_features(x.shape[1], self.n_features_in_, "DensityRidge")
         return self._density_model().density(x)
 
     def describe(self) -> str:
         return (
-            f"RidgeEstimator: {len(self.ridge_points_)} ridge points (dim {self.dim}), "
+            f"DensityRidge: {len(self.ridge_points_)} ridge points (dim {self.dim}), "
             f"bandwidth {self.bandwidth_:.4g}, "
             f"within {self.n_iter_} steps; left out: " + ", ".join(f"{v} {k}" for k, v in self.n_dropped_.items())
         )
@@ -446,7 +450,7 @@ def ridge_stability(
     """How much the ridge moves between two halves of the data, against the bandwidth.
 
     The rows of ``X`` (in memory: pass a sample of a large store) are split
-    at random into halves; for each ``h`` a :class:`RidgeEstimator` with the
+    at random into halves; for each ``h`` a :class:`DensityRidge` with the
     other ``params`` is fitted on each half from the same ``n_queries``
     query points, and the two ridges' distance is measured: the mean, over
     the ridge points of each, of the distance to the nearest ridge point of
@@ -464,11 +468,13 @@ def ridge_stability(
     hs = np.asarray(bandwidths, dtype=np.float64)
     instability, kept = [], []
     for h in hs:
-        a, b = (
-            RidgeEstimator(bandwidth=float(h), **params).fit(half, queries=queries).ridge_points_ for half in halves
-        )
+        a, b = (DensityRidge(bandwidth=float(h), **params).fit(half, queries=queries).ridge_points_ for half in halves)
         ab = NeighborIndex(method="kdtree").fit(b).query_block(a, 1)[1][:, 0]
         ba = NeighborIndex(method="kdtree").fit(a).query_block(b, 1)[1][:, 0]
         instability.append(0.5 * (ab.mean() + ba.mean()))
         kept.append(len(a) + len(b))
     return RidgeStability(hs, np.array(instability), np.array(kept))
+
+
+def __getattr__(name: str) -> Any:  # the names renamed in 0.2, with a warning
+    return _deprecated.renamed(name, globals(), __name__)

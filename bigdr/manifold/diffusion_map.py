@@ -1,0 +1,182 @@
+"""Diffusion maps (Coifman & Lafon 2006) of data of any size.
+
+The eigenpairs ``S v_k = lambda_k v_k`` of the symmetric conjugate ``S =
+D^-1/2 W_alpha D^-1/2`` give the right eigenvectors ``phi_k = D^-1/2 v_k``
+of the Markov matrix ``M = D^-1 W_alpha``; the map at time ``t`` is
+``(lambda_2^t phi_2(x), ..., lambda_{d+1}^t phi_{d+1}(x))``, the trivial
+``phi_1 = 1`` dropped. Euclidean distance in the full map is the diffusion
+distance (:func:`diffusion_distance`). The graph, the solve and the extension
+are :mod:`bigdr.manifold.spectral`'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..graph.affinity import affinity, auto_epsilon, check_alpha
+from ..graph.knn import knn_graph
+from ..graph.operators import normalise
+from ..io import as_array
+from ..runtime.compute import compute
+from .spectral import _SpectralBase
+
+
+class DiffusionMap(_SpectralBase):
+    """Diffusion map on a kNN-truncated Gaussian kernel, exact or by landmarks.
+
+    Parameters
+    ----------
+    n_components : int
+        ``d``: coordinates kept after dropping the trivial one.
+    n_neighbors : int
+        Other rows per row in the kernel graph (union-symmetrised).
+    epsilon : "auto" or float
+        Kernel scale in ``exp(-|x - y|^2 / (2 epsilon^2))``.
+        ``"auto"``: half the median distance to the ``n_neighbors``-th
+        neighbour (the kernel is ``e^-2`` there).
+    alpha : float in [0, 1]
+        Coifman–Lafon normalisation: 0 graph Laplacian, 0.5 Fokker–Planck,
+        1 Laplace–Beltrami (default: the geometry without the sampling density).
+    t : float >= 0
+        Diffusion time: coordinates are ``lambda_k^t phi_k``.
+    landmarks : "auto", None or int
+        None: all rows form the graph (held in this process). int ``m``: the
+        map is fitted on ``m`` rows drawn uniformly in one pass and every row
+        is embedded by the Nyström extension, blockwise (memory independent
+        of n). ``"auto"``: all rows up to 1,500,000, else 100,000 landmarks,
+        or more (up to 1,000,000) when the manifold's estimated dimension
+        asks for more (:func:`bigdr.core.dimension.rows_needed`). Fewer
+        landmarks than that rule asks for warn (``SparseGraphWarning``).
+    eigen_solver : {"auto", "dense", "arpack", "lobpcg", "amg"}
+        See :func:`bigdr.blockwise.linalg.smallest_eigh`; ``auto``: dense up to 2000
+        graph rows, else LOBPCG with an AMG preconditioner.
+    metric : str
+        Distance of the neighbour search (:func:`bigdr.knn_graph`).
+    neighbor_method : {"auto", "kdtree", "brute", "faiss", "nndescent"}
+        Neighbour search (:func:`bigdr.knn_graph`); ``auto`` picks from the rows and width.
+    on_disconnected : {"warn", "raise"}
+        A disconnected neighbour graph: warn and embed each component on its
+        own (the package's policy, :func:`bigdr.graph.sparse.resolve_components`), or refuse.
+    random_state : int
+        Seed of the landmark draw, the eigensolver's start and NN-descent.
+    partitions : None, int or "auto"
+        None: the graph is built in this process. An int or ``"auto"``: every
+        row is embedded from the graph of all rows, built by cells on the
+        workers (:func:`bigdr.knn_graph`), with LOBPCG on the operator held
+        in row blocks (:mod:`bigdr.manifold.spectral_partitioned`).
+
+    Attributes
+    ----------
+    eigenvalues_ : (n_components,) eigenvalues ``lambda_k`` of M, descending (``<= 1``)
+    eigenvectors_ : (n_ref, n_components) ``phi_k`` on the reference rows
+    embedding_ : (n, n_components), when ``X`` is in memory
+    epsilon_ : float, the scale used
+    n_unit_eigenvalues_ : int, how many eigenvalues equal 1 (components of the graph)
+    mode_ : {"all-rows", "landmarks", "partitioned"}
+    landmark_residual_, all_rows_epsilon_ : with ``partitions`` (:mod:`bigdr.manifold.spectral_partitioned`)
+    intrinsic_dimension_ : float, Levina-Bickel estimate of the manifold's dimension from the graph
+
+    References
+    ----------
+    Coifman, R. R. & Lafon, S. (2006). Diffusion maps. Applied and Computational
+    Harmonic Analysis 21(1), 5-30. doi:10.1016/j.acha.2006.04.006
+
+    Nadler, B., Lafon, S., Coifman, R. R. & Kevrekidis, I. G. (2006). Diffusion
+    maps, spectral clustering and reaction coordinates of dynamical systems.
+    Applied and Computational Harmonic Analysis 21(1), 113-127.
+
+    Bengio, Y., Paiement, J.-F., Vincent, P., Delalleau, O., Le Roux, N. &
+    Ouimet, M. (2004). Out-of-sample extensions for LLE, Isomap, MDS,
+    Eigenmaps, and spectral clustering. Advances in Neural Information
+    Processing Systems 16, 177-184.
+
+    Levina, E. & Bickel, P. J. (2005). Maximum likelihood estimation of
+    intrinsic dimension. Advances in Neural Information Processing Systems 17.
+    """
+
+    _kernel = "gaussian"
+    _self_loops = True
+    _kind = "markov"
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        n_neighbors: int = 15,
+        epsilon: Any = "auto",
+        alpha: float = 1.0,
+        t: float = 1,
+        landmarks: Any = "auto",
+        eigen_solver: str = "auto",
+        metric: str = "euclidean",
+        neighbor_method: str = "auto",
+        on_disconnected: str = "warn",
+        random_state: int = 0,
+        partitions: Any = None,
+    ) -> None:
+        self.n_components = n_components
+        self.n_neighbors = n_neighbors
+        self.epsilon = epsilon
+        self.alpha = alpha
+        self.t = t
+        self.landmarks = landmarks
+        self.eigen_solver = eigen_solver
+        self.metric = metric
+        self.neighbor_method = neighbor_method
+        self.on_disconnected = on_disconnected
+        self.random_state = random_state
+        self.partitions = partitions
+
+    def _alpha(self) -> float:
+        return check_alpha(self.alpha)
+
+    def _scale(self, mu: np.ndarray) -> np.ndarray:
+        t = self.t
+        if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) or not t >= 0:
+            raise ValueError(f"t must be a number >= 0; got {t!r}.")
+        lam = 1.0 - mu
+        if float(t).is_integer():
+            return lam ** int(t)
+        return np.sign(lam) * np.abs(lam) ** t  # a fractional power of a negative eigenvalue: keep its sign
+
+    @property
+    def eigenvalues_(self) -> np.ndarray:
+        self._check_fitted()
+        return 1.0 - self.laplacian_eigenvalues_
+
+
+def diffusion_distance(
+    X: Any,
+    t: float = 1,
+    n_neighbors: int = 15,
+    epsilon: Any = "auto",
+    alpha: float = 1.0,
+    metric: str = "euclidean",
+    max_samples: int = 5000,
+) -> np.ndarray:
+    """Diffusion distances of a small set by their definition (Coifman & Lafon 2006).
+
+    ``D_t(i, j)^2 = sum_l (M^t[i, l] - M^t[j, l])^2 / deg(l)`` with ``M`` and
+    ``deg`` from the same kernel graph as :class:`DiffusionMap` (integer
+    ``t``). Equal to the Euclidean distances of the full diffusion map.
+    """
+    Xd = as_array(X, name="X")
+    n = Xd.shape[0]
+    if n > max_samples:
+        raise ValueError(f"diffusion_distance forms n x n matrices; {n} rows is more than max_samples={max_samples}.")
+    if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 0:
+        raise ValueError(f"t must be a non-negative int here (a matrix power); got {t!r}.")
+    alpha = check_alpha(alpha)
+    (data,) = compute(Xd)
+    ind, dist = knn_graph(data, n_neighbors, metric=metric).compute()
+    dist = dist.astype(np.float64)
+    eps = auto_epsilon(dist) if isinstance(epsilon, str) else float(epsilon)
+    norm = normalise(affinity(ind, dist, "gaussian", eps, True).W, alpha)
+    S = norm.S.toarray()
+    sd = np.sqrt(norm.d)
+    Mt = np.linalg.matrix_power(S, t) * (sd[None, :] / sd[:, None])  # M^t = D^-1/2 S^t D^1/2
+    scaled = Mt / sd[None, :]
+    sq = np.einsum("ij,ij->i", scaled, scaled)
+    D2 = sq[:, None] + sq[None, :] - 2.0 * scaled @ scaled.T
+    return np.sqrt(np.maximum(D2, 0.0))
