@@ -200,6 +200,14 @@ def write_results(name: str, payload: dict, markdown: str) -> None:
     (RESULTS / f"{name}.md").write_text(header + markdown)
 
 
+def stamped(markdown: str) -> str:
+    """A section's markdown with the date and processor of its run: sections of one file may come from
+    different runs (and machines), while the file's header names the latest."""
+    import datetime
+
+    return f"{markdown.rstrip()}\n\n_Section run {datetime.date.today().isoformat()} on {machine()['cpu']}._\n"
+
+
 def run_sections(name: str, runners: dict, selected: list[str]) -> None:
     """Run the selected ``runners`` (each returns ``(json, markdown)``) and update ``results/<name>.*``.
 
@@ -215,7 +223,8 @@ def run_sections(name: str, runners: dict, selected: list[str]) -> None:
     sections = dict(previous.get("_markdown", {}))
     for key, fn in runners.items():
         if key in selected or "all" in selected:
-            payload[key], sections[key] = fn()
+            payload[key], markdown = fn()
+            sections[key] = stamped(markdown)
     payload["_markdown"] = sections
     write_results(name, payload, "\n".join(sections[k] for k in runners if k in sections))
 

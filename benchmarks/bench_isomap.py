@@ -63,7 +63,7 @@ def fit_embed(method, X):
         return Isomap(n_neighbors=K, n_components=2).fit_transform(X), "exact (dense)"
     import bigdr
 
-    kw = {"bigdr-auto": {}, "bigdr-sampled-5k": {"graph_sample": 5000}}[method]
+    kw = {"bigdr-auto": {}, "bigdr-sampled-5k": {"max_samples": 5000}}[method]
     model = bigdr.Isomap(n_neighbors=K, **kw)
     return model.fit_transform(X), model.mode_
 
@@ -162,7 +162,7 @@ def run_accuracy():
         print(rows[-1], flush=True)
     for size in (500, 1000, 2500):
         t0 = time.perf_counter()
-        Y = bigdr.Isomap(n_neighbors=K, landmarks=128, graph_sample=size).fit_transform(X)
+        Y = bigdr.Isomap(n_neighbors=K, landmarks=128, max_samples=size).fit_transform(X)
         rows.append(
             {
                 "mode": "sampled",
@@ -209,7 +209,7 @@ def child_compare1m():
     X, t = roll(1_000_000)
     out = {}
     emb = {}
-    for key, kw in (("sampled", {}), ("landmark", {"graph_sample": None, "landmarks": 64})):
+    for key, kw in (("sampled", {}), ("landmark", {"max_samples": None, "landmarks": 64})):
         with PeakRSS() as rss:
             t0 = time.perf_counter()
             emb[key] = bigdr.Isomap(n_neighbors=K, **kw).fit_transform(X)

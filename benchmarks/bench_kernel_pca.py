@@ -104,7 +104,7 @@ def child(args):
         out = []
         for m in SIZES:
             t0 = time.perf_counter()
-            model = bigdr.KernelPCA(K, gamma="scale", method=method, n_landmarks=m, n_fourier=m)
+            model = bigdr.KernelPCA(K, gamma="scale", method=method, landmarks=m, n_fourier=m)
             Y = model.fit_transform(X)
             seconds = time.perf_counter() - t0
             qb, _ = np.linalg.qr(Y)
@@ -123,7 +123,7 @@ def child(args):
         out = Path(tempfile.mkdtemp(dir=DATA)) / "emb.zarr"
         with PeakRSS() as rss:
             t0 = time.perf_counter()
-            model = bigdr.KernelPCA(K, method=method, n_landmarks=SCALE_WIDTH, n_fourier=SCALE_WIDTH)
+            model = bigdr.KernelPCA(K, method=method, landmarks=SCALE_WIDTH, n_fourier=SCALE_WIDTH)
             if write:
                 bigdr.write_zarr(model.fit_transform(str(path)), out)
             else:

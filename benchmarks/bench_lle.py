@@ -118,7 +118,7 @@ def child(args):
                 "spearman": spearman(exact, t), "height": spearman(exact, h)}]  # fmt: skip
         for m in (250, 500, 1000, 2000, 4000):
             t0 = time.perf_counter()
-            Y = LocallyLinearEmbedding(D, K, landmarks=m, reference_size=len(X)).fit_transform(X)
+            Y = LocallyLinearEmbedding(D, K, landmarks=m, max_samples=len(X)).fit_transform(X)
             seconds = time.perf_counter() - t0
             out.append({"m": m, "seconds": seconds, "disparity": float(procrustes(exact, Y)[2]),
                         "first": float(abs(np.corrcoef(exact[:, 0], Y[:, 0])[0, 1])),

@@ -31,7 +31,18 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import DATA, PeakRSS, drop_page_cache, machine, read_pass, ru_maxrss_mib, run_child, timed, write_results  # noqa: E402
+from _harness import (  # noqa: E402
+    DATA,
+    PeakRSS,
+    drop_page_cache,
+    machine,
+    read_pass,
+    ru_maxrss_mib,
+    run_child,
+    stamped,
+    timed,
+    write_results,
+)
 
 SCRIPT = Path(__file__).resolve()
 MEMORY_METHODS = [
@@ -319,10 +330,13 @@ def main() -> None:
     sections = dict(previous.get("_markdown", {}))
     if args.case in ("memory", "all"):
         payload["memory"], sections["memory"] = run_memory(args.rounds)
+        sections["memory"] = stamped(sections["memory"])
     if args.case in ("disk", "all"):
         payload["disk"], sections["disk"] = run_disk(args.rounds, not args.no_tsqr)
+        sections["disk"] = stamped(sections["disk"])
     if args.case in ("illcond", "all"):
         payload["illcond"], sections["illcond"] = run_illcond()
+        sections["illcond"] = stamped(sections["illcond"])
     payload["_markdown"] = sections
     notes = (
         "Threads: dask runs use 2 dask threads x 1 BLAS thread; scikit-learn uses 2 BLAS threads. "

@@ -185,7 +185,7 @@ def run_support():
     rows = []
     for m in (10_000, 20_000, 50_000, 200_000):
         t0 = time.perf_counter()
-        model = DensityRidge(support_size=m, random_state=0).fit(X)
+        model = DensityRidge(max_samples=m, random_state=0).fit(X)
         rows.append({"support": m, "seconds": time.perf_counter() - t0, "bandwidth": model.bandwidth_,
                      **ridge_scores(model.ridge_points_)})  # fmt: skip
         print(rows[-1], flush=True)
@@ -276,7 +276,7 @@ def run_crispy():
         c = run_crispy_once(python, X, G, h, timeout=900)
         with PeakRSS() as rss:
             t0 = time.perf_counter()
-            model = DensityRidge(bandwidth=h, support_size=n, density_threshold=0.0).fit(X, queries=G)
+            model = DensityRidge(bandwidth=h, max_samples=n, density_threshold=0.0).fit(X, queries=G)
             seconds = time.perf_counter() - t0
         row = {"rows": n, "walkers": len(G), "bandwidth": h,
                "bigdr": {"seconds": seconds, "peak_rss_mib": rss.peak / 2**20, **ridge_scores(model.ridge_points_)}}  # fmt: skip

@@ -10,11 +10,11 @@ Score: the canonical correlations between the 4-D embedding and the truth
 
 Cases, each in a fresh process:
 
-* ``old default``: ``graph_sample=100000`` (what ``"auto"`` meant before it
+* ``old default``: ``max_samples=100000`` (what ``"auto"`` meant before it
   adapted to the manifold);
 * ``auto``: the default now (a first 100,000-row sample, its estimated
   dimension, and a larger sample or all rows when the manifold needs it);
-* ``all rows``: ``graph_sample=None``.
+* ``all rows``: ``max_samples=None``.
 
 Usage: python benchmarks/bench_sampling.py [--rounds N] [--n ROWS]
 """
@@ -61,7 +61,7 @@ def child(case: str, n: int, seed: int) -> None:
     with warnings.catch_warnings(record=True) as caught, PeakRSS() as rss:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
-        model = bigdr.Isomap(4, graph_sample=CASES[case], random_state=seed)
+        model = bigdr.Isomap(4, max_samples=CASES[case], random_state=seed)
         Y = model.fit_transform(X)
         seconds = time.perf_counter() - t0
     print(

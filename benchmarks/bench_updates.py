@@ -181,7 +181,7 @@ def child_relax() -> dict:
     from bigdr.graph.sparse import csr_from_lists, landmark_geodesics
 
     X = _roll(1_010_000, 0)
-    model = bigdr.Isomap(landmarks=256, graph_sample=100_000).fit(X[:1_000_000])
+    model = bigdr.Isomap(landmarks=256, max_samples=100_000).fit(X[:1_000_000])
     batch = X[1_000_000:]
     keys = row_keys(1_000_000, 1_010_000, model.seed_)
     protected = np.zeros(len(model.reference_rows_), bool)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from typing import Any
 
 import dask.array as da
@@ -58,6 +59,10 @@ def _keeps_dataarray(method: Any) -> Any:
     return wrapped
 
 
+#: The default of a parameter renamed in 0.2, kept under its old name until 0.3.
+DEPRECATED = "deprecated"
+
+
 class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Base class of bigdr's estimators: scikit-learn's contract and persistence."""
 
@@ -94,6 +99,22 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         if not self.__sklearn_is_fitted__():
             raise AttributeError("_n_features_out")  # unfitted: scikit-learn's check_is_fitted reads this
         return int(getattr(self, "n_components_", None) or self.n_components)
+
+    #: Parameters renamed in 0.2, old name -> new name. The old one stays in the signature with the
+    #: default ``"deprecated"`` until 0.3; a value given under it is used, with a FutureWarning.
+    _renamed_params: dict[str, str] = {}
+
+    def _param(self, name: str) -> Any:
+        """The value of parameter ``name``, or of its 0.1 name when a value was given under that."""
+        for old, new in self._renamed_params.items():
+            if new == name and not (isinstance(getattr(self, old), str) and getattr(self, old) == DEPRECATED):
+                warnings.warn(
+                    f"{type(self).__name__}({old}=...) is {name} since bigdr 0.2; {old} goes in 0.3.",
+                    FutureWarning,
+                    stacklevel=3,
+                )
+                return getattr(self, old)
+        return getattr(self, name)
 
     def _check_fitted(self) -> None:
         if not self.__sklearn_is_fitted__():

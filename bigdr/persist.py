@@ -53,8 +53,12 @@ def load(path: str | os.PathLike, *, key: str | bytes | None = None) -> Any:
     if cls is None:
         raise ValueError(f"{str(path)!r} holds an unknown model class {meta.get('class')!r}.")
     model = cls()
+    params = dict(meta["params"])
+    for old, new in cls._renamed_params.items():  # a model saved by 0.1: its value under today's name
+        if old in params and new not in params:
+            params[new] = params.pop(old)
     try:
-        model.set_params(**meta["params"])
+        model.set_params(**params)
     except (ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"{str(path)!r} has invalid parameters: {exc}") from exc
     for name, value in arrays.items():

@@ -151,7 +151,7 @@ def test_isomap_and_landmark_mds_through_the_cli(tmp_path, capsys):
             "isomap",
             "--landmarks",
             "128",
-            "--graph-sample",
+            "--max-samples",
             "3000",
             "--save-model",
             str(model),

@@ -145,7 +145,7 @@ def _transitions(client):
     [
         ["--method", "pca", "-k", "3"],
         ["--method", "gaussian-rp", "-k", "8"],
-        ["--method", "isomap", "--landmarks", "64", "--graph-sample", "5000"],
+        ["--method", "isomap", "--landmarks", "64", "--max-samples", "5000"],
     ],
 )
 def test_cli_on_the_cluster_equals_the_local_run(cluster, stores, tmp_path, argv):

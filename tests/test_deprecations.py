@@ -50,7 +50,7 @@ def test_a_renamed_class_is_found_under_its_old_name():
 
 def test_a_model_saved_under_the_old_class_name_loads(tmp_path):
     X = np.random.default_rng(0).standard_normal((400, 2))
-    model = bigdr.DensityRidge(n_queries=50, support_size=400, random_state=0).fit(X)
+    model = bigdr.DensityRidge(n_queries=50, max_samples=400, random_state=0).fit(X)
     path = tmp_path / "ridge.zarr"
     model.save(str(path))
     meta_file = path / "zarr.json"
@@ -66,3 +66,42 @@ def test_a_model_saved_under_the_old_class_name_loads(tmp_path):
 
 def test_the_package_is_typed():
     assert (Path(bigdr.__file__).parent / "py.typed").exists()
+
+
+@pytest.mark.parametrize(
+    "cls, old, new, value",
+    [
+        ("Isomap", "graph_sample", "max_samples", 300),
+        ("LocallyLinearEmbedding", "reference_size", "max_samples", 300),
+        ("DensityRidge", "support_size", "max_samples", 300),
+        ("LandmarkMDS", "n_landmarks", "landmarks", 40),
+        ("KernelPCA", "n_landmarks", "landmarks", 40),
+    ],
+)
+def test_a_renamed_parameter_still_works_with_a_warning(cls, old, new, value, tmp_path):
+    from sklearn.datasets import make_swiss_roll
+
+    X = make_swiss_roll(600, noise=0.05, random_state=0)[0]
+    est = getattr(bigdr, cls)
+    extra = {"landmarks": 100} if cls in ("Isomap", "LocallyLinearEmbedding") else {}
+    extra |= {"n_queries": 100, "random_state": 0} if cls == "DensityRidge" else {}
+    extra |= {"method": "nystroem"} if cls == "KernelPCA" else {}
+    with pytest.warns(FutureWarning, match=f"{old}=...\\) is {new} since bigdr 0.2"):
+        by_old = est(**{old: value}, **extra).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        by_new = est(**{new: value}, **extra).fit(X)
+    np.testing.assert_array_equal(by_old.transform(X[:50]), by_new.transform(X[:50]))
+    # a model saved by 0.1 carries the old name in its parameters: it loads under the new one, silently
+    path = tmp_path / "model.zarr"
+    by_new.save(str(path))
+    doc = json.loads((path / "zarr.json").read_text())
+    params = doc["attributes"]["params"]
+    params[old] = params.pop(new)
+    doc["attributes"]["sha256"] = _meta_digest(doc["attributes"])
+    (path / "zarr.json").write_text(json.dumps(doc))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        loaded = bigdr.load(str(path))
+        np.testing.assert_array_equal(loaded.transform(X[:50]), by_new.transform(X[:50]))
+    assert getattr(loaded, new) == value

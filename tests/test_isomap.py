@@ -53,7 +53,7 @@ def test_landmark_mode_close_to_exact(roll5k, exact5k):
 def test_sampled_graph_mode(roll5k, exact5k):
     X, t = roll5k
     _, exact = exact5k
-    model = Isomap(n_neighbors=10, landmarks=200, graph_sample=2500)
+    model = Isomap(n_neighbors=10, landmarks=200, max_samples=2500)
     Y = model.fit_transform(X)
     assert model.mode_ == "sampled" and model.reference_rows_.shape == (2500, 3)
     assert procrustes(exact, Y)[2] < 1e-2
@@ -62,8 +62,8 @@ def test_sampled_graph_mode(roll5k, exact5k):
 
 def test_sampled_mode_does_not_depend_on_chunking(roll5k):
     X, _ = roll5k
-    a = Isomap(landmarks=100, graph_sample=2000).fit_transform(da.from_array(X, chunks=1000)).compute()
-    b = Isomap(landmarks=100, graph_sample=2000).fit_transform(da.from_array(X, chunks=777)).compute()
+    a = Isomap(landmarks=100, max_samples=2000).fit_transform(da.from_array(X, chunks=1000)).compute()
+    b = Isomap(landmarks=100, max_samples=2000).fit_transform(da.from_array(X, chunks=777)).compute()
     np.testing.assert_allclose(a, b, atol=1e-9)
 
 
@@ -122,8 +122,8 @@ def test_disconnected_graph_raise_largest_join():
         (dict(n_neighbors=5000), None, "n_neighbors"),
         (dict(landmarks=2), None, "landmarks=2"),
         (dict(landmarks="many"), None, "landmarks"),
-        (dict(graph_sample=1), None, "graph_sample"),
-        (dict(landmarks=None, graph_sample=100), None, "graph_sample=None"),
+        (dict(max_samples=1), None, "max_samples"),
+        (dict(landmarks=None, max_samples=100), None, "max_samples=None"),
         (dict(metric="nope"), None, "metric"),
         (dict(on_disconnected="drop"), None, "on_disconnected"),
         (dict(n_components=0), None, "n_components"),
@@ -153,10 +153,10 @@ def test_persistence_round_trip(tmp_path, swiss_roll_small):
 def test_distributed_cluster_gives_the_same_embedding(cluster_client, roll5k):
     X, _ = roll5k
     Xd = da.from_array(X, chunks=1000)
-    local = Isomap(landmarks=64, graph_sample=3000).fit(Xd)
+    local = Isomap(landmarks=64, max_samples=3000).fit(Xd)
     Y_local = local.transform(Xd).compute(scheduler="threads")
     with cluster_client.as_current(), dask.config.set(scheduler=cluster_client.get):
-        remote = Isomap(landmarks=64, graph_sample=3000).fit(Xd)
+        remote = Isomap(landmarks=64, max_samples=3000).fit(Xd)
         Y_remote = remote.fit_transform(Xd).compute()
         lm = Isomap(landmarks=64).fit(X)
     np.testing.assert_allclose(remote.geodesics_, local.geodesics_)
@@ -172,7 +172,7 @@ def roll6k():
 
 
 def _updated(X, first, cuts, **kw):
-    params = dict(n_components=2, n_neighbors=10, landmarks=64, graph_sample=None) | kw
+    params = dict(n_components=2, n_neighbors=10, landmarks=64, max_samples=None) | kw
     model = Isomap(**params).fit(X[:first])
     for batch in np.split(X[first:], cuts):
         model.partial_fit(batch)
@@ -180,7 +180,7 @@ def _updated(X, first, cuts, **kw):
 
 
 def test_partial_fit_in_batches_agrees_with_a_fit_on_all_rows(roll6k):
-    full = Isomap(2, n_neighbors=10, landmarks=64, graph_sample=None).fit(roll6k)
+    full = Isomap(2, n_neighbors=10, landmarks=64, max_samples=None).fit(roll6k)
     inc = _updated(roll6k, 3000, [1000, 2000])
     assert inc.n_samples_seen_ == 6000 and len(inc.reference_rows_) == 6000 and inc.mode_ == "landmark"
     assert procrustes(full.transform(roll6k), inc.transform(roll6k))[2] < 1e-3
@@ -191,7 +191,7 @@ def test_partial_fit_in_batches_agrees_with_a_fit_on_all_rows(roll6k):
 
 
 def test_an_update_moves_earlier_rows_little(roll6k):
-    model = Isomap(2, n_neighbors=10, landmarks=64, graph_sample=None).fit(roll6k[:4000])
+    model = Isomap(2, n_neighbors=10, landmarks=64, max_samples=None).fit(roll6k[:4000])
     before = model.transform(roll6k[:4000])
     model.partial_fit(roll6k[4000:4400])
     after = model.transform(roll6k[:4000])
@@ -200,7 +200,7 @@ def test_an_update_moves_earlier_rows_little(roll6k):
 
 
 def test_reservoir_keeps_the_sample_a_fit_would_draw(roll6k):
-    model = _updated(roll6k, 2000, [1500, 3000], graph_sample=1500)
+    model = _updated(roll6k, 2000, [1500, 3000], max_samples=1500)
     assert model.mode_ == "sampled" and model.reference_cap_ == 1500
     from bigdr.blockwise.sampling import row_keys
 
@@ -226,7 +226,7 @@ def test_updated_model_saves_loads_and_goes_on(roll6k, tmp_path):
 
 
 def test_partial_fit_drift_and_bad_batches(roll6k):
-    model = Isomap(2, n_neighbors=10, landmarks=64, graph_sample=None).fit(roll6k[:3000])
+    model = Isomap(2, n_neighbors=10, landmarks=64, max_samples=None).fit(roll6k[:3000])
     model.partial_fit(da.from_array(roll6k[3000:4000], chunks=300))
     assert not model.drift_["refit_advised"]
     state = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(model).items()}

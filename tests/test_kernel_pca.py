@@ -76,7 +76,7 @@ def test_approximations_approach_exact_as_they_grow(data, method, sizes):
     errors = []
     for size in sizes:  # the variance the 3 components capture, mean over three draws (one can be lucky)
         errors.append(np.mean([
-            abs(bigdr.KernelPCA(3, gamma=GAMMA, method=method, n_landmarks=size, n_fourier=size,
+            abs(bigdr.KernelPCA(3, gamma=GAMMA, method=method, landmarks=size, n_fourier=size,
                                 random_state=seed).fit(data).eigenvalues_.sum() / exact.sum() - 1)
             for seed in range(3)
         ]))  # fmt: skip
@@ -85,7 +85,7 @@ def test_approximations_approach_exact_as_they_grow(data, method, sizes):
 
 @pytest.mark.parametrize("method", ["nystroem", "fourier"])
 def test_transform_of_training_rows_reproduces_the_embedding(data, method, tmp_path):
-    model = bigdr.KernelPCA(3, gamma=GAMMA, method=method, n_landmarks=300, n_fourier=500)
+    model = bigdr.KernelPCA(3, gamma=GAMMA, method=method, landmarks=300, n_fourier=500)
     Y = model.fit_transform(da.from_array(data, chunks=250))
     assert isinstance(Y, da.Array)
     np.testing.assert_allclose(model.transform(data), Y.compute(), atol=1e-12)
@@ -107,7 +107,7 @@ def test_fourier_is_the_same_for_any_chunking_and_batches(data, chunk, cut):
 
 
 def test_nystroem_partial_fit_merges_rows_exactly(data):
-    model = bigdr.KernelPCA(2, gamma=GAMMA, method="nystroem", n_landmarks=200).fit(data[:600])
+    model = bigdr.KernelPCA(2, gamma=GAMMA, method="nystroem", landmarks=200).fit(data[:600])
     model.partial_fit(data[600:])
     F = model._feature_map().embed_block(data)
     centred = F - F.mean(axis=0)
@@ -197,7 +197,7 @@ def test_rbf_preimage_is_the_textbook_fixed_point(noisy_circle):
 def test_preimage_nystroem_with_every_landmark_equals_exact(noisy_circle):
     X, _ = noisy_circle
     exact = bigdr.KernelPCA(3, gamma=2.0, method="exact").fit(X)
-    approx = bigdr.KernelPCA(3, gamma=2.0, method="nystroem", n_landmarks=len(X)).fit(X)
+    approx = bigdr.KernelPCA(3, gamma=2.0, method="nystroem", landmarks=len(X)).fit(X)
     Y = exact.transform(X[:30])
     Ya = _aligned(approx.transform(X[:30]), Y)
     np.testing.assert_allclose(Ya, Y, atol=1e-6)

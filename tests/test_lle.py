@@ -92,7 +92,7 @@ def test_transform_equals_scikit_learn_and_reproduces_training_rows(s_curve):
 def test_landmarks_against_all_rows(roll20k):
     X, t, height = roll20k
     exact = bigdr.LocallyLinearEmbedding(2, 10, landmarks=None).fit_transform(X)
-    model = bigdr.LocallyLinearEmbedding(2, 10, landmarks=2000, reference_size=len(X))
+    model = bigdr.LocallyLinearEmbedding(2, 10, landmarks=2000, max_samples=len(X))
     Y = model.fit_transform(X)
     assert model.mode_ == "landmarks" and model.reference_rows_.shape == (2000, 3)
     # The leading coordinate is the same; all-rows LLE's second one here is a harmonic of the
@@ -119,12 +119,12 @@ def test_landmark_statistics_chunking_invariant(landmark_model, sizes):
 @pytest.fixture(scope="module")
 def landmark_model(swiss_roll_small):
     X, _ = swiss_roll_small
-    return bigdr.LocallyLinearEmbedding(2, 10, landmarks=300, reference_size=1000).fit(X), X
+    return bigdr.LocallyLinearEmbedding(2, 10, landmarks=300, max_samples=1000).fit(X), X
 
 
 def test_landmark_partial_fit_is_an_exact_merge(swiss_roll_small):
     X, _ = swiss_roll_small
-    model = bigdr.LocallyLinearEmbedding(2, 10, landmarks=300, reference_size=1000).fit(X[:2000])
+    model = bigdr.LocallyLinearEmbedding(2, 10, landmarks=300, max_samples=1000).fit(X[:2000])
     frame = model._landmark_frame()
     model.partial_fit(X[2000:])
     (whole,) = dask.compute(landmark_statistics(da.from_array(X, chunks=700), frame))
@@ -174,9 +174,9 @@ def test_landmark_mode_on_a_real_cluster(cluster_client, swiss_roll_small, tmp_p
     X, _ = swiss_roll_small
     store = tmp_path / "x.zarr"
     bigdr.write_zarr(da.from_array(X, chunks=(700, 3)), store)
-    local = bigdr.LocallyLinearEmbedding(2, 10, landmarks=300, reference_size=1500).fit(X)
+    local = bigdr.LocallyLinearEmbedding(2, 10, landmarks=300, max_samples=1500).fit(X)
     with cluster_client.as_current(), dask.config.set(scheduler=cluster_client.get):
-        remote = bigdr.LocallyLinearEmbedding(2, 10, landmarks=300, reference_size=1500)
+        remote = bigdr.LocallyLinearEmbedding(2, 10, landmarks=300, max_samples=1500)
         Y = remote.fit_transform(str(store)).compute()
     np.testing.assert_allclose(remote.eigenvalues_, local.eigenvalues_, rtol=1e-8)
     np.testing.assert_allclose(Y, local.transform(X), atol=1e-8)

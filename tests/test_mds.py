@@ -90,23 +90,23 @@ def test_bad_parameters(points):
         ClassicalMDS(400).fit(points)
     with pytest.raises(ValueError, match="metric"):
         ClassicalMDS(2, metric="nope").fit(points)
-    with pytest.raises(ValueError, match="n_landmarks"):
-        LandmarkMDS(3, n_landmarks=3).fit(points)
-    with pytest.raises(TypeError, match="n_landmarks"):
-        LandmarkMDS(3, n_landmarks=2.5).fit(points)
+    with pytest.raises(ValueError, match="landmarks"):
+        LandmarkMDS(3, landmarks=3).fit(points)
+    with pytest.raises(TypeError, match="landmarks"):
+        LandmarkMDS(3, landmarks=2.5).fit(points)
 
 
 def test_landmark_count_is_clamped_to_the_rows(points):
     # Regression: LandmarkMDS() (500 landmarks) failed on data of fewer rows.
-    est = LandmarkMDS(3, n_landmarks=1000, random_state=0).fit(points[:300])
+    est = LandmarkMDS(3, landmarks=1000, random_state=0).fit(points[:300])
     assert est.n_landmarks_ == 300 and len(est.landmarks_) == 300
     assert LandmarkMDS().fit_transform(points[:300]).shape == (300, 2)
 
 
 def test_seed_used_is_stored_when_random_state_is_none(points):
     # Regression: with random_state=None the seed actually drawn was lost.
-    est = LandmarkMDS(2, n_landmarks=40, random_state=None).fit(points)
-    again = LandmarkMDS(2, n_landmarks=40, random_state=est.seed_).fit(points)
+    est = LandmarkMDS(2, landmarks=40, random_state=None).fit(points)
+    again = LandmarkMDS(2, landmarks=40, random_state=est.seed_).fit(points)
     np.testing.assert_array_equal(est.landmark_indices_, again.landmark_indices_)
     np.testing.assert_allclose(est.embedding_, again.embedding_)
 
@@ -147,7 +147,7 @@ def test_triangulation_gives_landmarks_back():
 def test_landmark_mds_is_exact_on_low_rank_euclidean_data(points):
     # Rank-3 data: m > 3 landmarks in general position determine every point.
     X = points[:, :3] @ np.random.default_rng(2).standard_normal((3, 8))
-    est = LandmarkMDS(3, n_landmarks=20, random_state=4).fit(X)
+    est = LandmarkMDS(3, landmarks=20, random_state=4).fit(X)
     exact = ClassicalMDS(3).fit_transform(X)
     assert procrustes(exact, est.embedding_)[2] < 1e-12
     np.testing.assert_allclose(est.transform(est.landmarks_), est.landmark_embedding_, atol=1e-9)
@@ -157,22 +157,22 @@ def test_landmark_mds_with_a_dissimilarity_function(points):
     def l1(A, B):
         return cdist(A, B, "cityblock")
 
-    a = LandmarkMDS(2, n_landmarks=60, metric=l1, random_state=0).fit_transform(points)
-    b = LandmarkMDS(2, n_landmarks=60, metric="manhattan", random_state=0).fit_transform(points)
+    a = LandmarkMDS(2, landmarks=60, metric=l1, random_state=0).fit_transform(points)
+    b = LandmarkMDS(2, landmarks=60, metric="manhattan", random_state=0).fit_transform(points)
     np.testing.assert_allclose(a, b, atol=1e-10)
-    assert 0 < LandmarkMDS(2, n_landmarks=60, metric=l1).fit(points).negative_mass_ < 1
+    assert 0 < LandmarkMDS(2, landmarks=60, metric=l1).fit(points).negative_mass_ < 1
 
 
 @settings(max_examples=8, deadline=None)
 @given(chunk=st.integers(17, 400))
 def test_landmark_mds_does_not_depend_on_chunking(points, chunk):
-    ref = LandmarkMDS(2, n_landmarks=50, random_state=7).fit_transform(points)
-    got = LandmarkMDS(2, n_landmarks=50, random_state=7).fit_transform(da.from_array(points, chunks=(chunk, 6)))
+    ref = LandmarkMDS(2, landmarks=50, random_state=7).fit_transform(points)
+    got = LandmarkMDS(2, landmarks=50, random_state=7).fit_transform(da.from_array(points, chunks=(chunk, 6)))
     np.testing.assert_allclose(got.compute(), ref, atol=1e-10)
 
 
 def test_persistence_round_trip(tmp_path, points):
-    est = LandmarkMDS(2, n_landmarks=50, landmark_method="maxmin").fit(points)
+    est = LandmarkMDS(2, landmarks=50, landmark_method="maxmin").fit(points)
     est.save(str(tmp_path / "m"))
     back = load(str(tmp_path / "m"))
     np.testing.assert_array_equal(back.transform(points[:30]), est.transform(points[:30]))
@@ -184,7 +184,7 @@ def test_persistence_round_trip(tmp_path, points):
 def test_extension_tasks_hold_one_piece_each(points):
     # Low-dimensional rows are cheap to read and costly to place: a task per
     # 32 MiB of input would put all of 1M 3-D rows in one task.
-    est = LandmarkMDS(2, n_landmarks=50, random_state=0).fit(points)
+    est = LandmarkMDS(2, landmarks=50, random_state=0).fit(points)
     ext = est._extension()
     ext.piece_rows = 64
     X = da.from_array(np.tile(points, (3, 1)), chunks=(1200, 6))
@@ -196,8 +196,8 @@ def test_extension_tasks_hold_one_piece_each(points):
 def test_landmark_mds_partial_fit_keeps_the_landmarks_a_fit_would_draw(tmp_path):
     rng = np.random.default_rng(4)
     X = rng.standard_normal((6000, 5)) * [5, 3, 1, 0.5, 0.2]
-    full = bigdr.LandmarkMDS(2, n_landmarks=200).fit(X)
-    inc = bigdr.LandmarkMDS(2, n_landmarks=200).fit(X[:1000])
+    full = bigdr.LandmarkMDS(2, landmarks=200).fit(X)
+    inc = bigdr.LandmarkMDS(2, landmarks=200).fit(X[:1000])
     for batch in np.split(X[1000:], [1, 2000, 3500]):
         inc.partial_fit(batch)
     np.testing.assert_array_equal(inc.landmark_indices_, full.landmark_indices_)
@@ -215,4 +215,4 @@ def test_landmark_mds_partial_fit_keeps_the_landmarks_a_fit_would_draw(tmp_path)
     assert report["refit_advised"] and report["score"] == "nearest-landmark distance"
     assert not inc.drift_history_[-1]["refit_advised"]
     with pytest.raises(ValueError, match="random"):
-        bigdr.LandmarkMDS(2, n_landmarks=50, landmark_method="maxmin").fit(X[:500]).partial_fit(X[500:600])
+        bigdr.LandmarkMDS(2, landmarks=50, landmark_method="maxmin").fit(X[:500]).partial_fit(X[500:600])

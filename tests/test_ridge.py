@@ -116,7 +116,7 @@ def test_the_approximations_stay_near_the_dense_ridge(which, dense_circle):
         gap = np.linalg.norm(approx.ridge_points_ - dense.ridge_points_, axis=1)
         assert np.median(gap) < (2e-3 if cut == 3 else 1e-4) and gap.max() < (5e-3 if cut == 3 else 2e-4)
     else:  # a uniform sample of 2,000 of the 8,000 rows as the support: the ridge moves across by ~0.007 (median)
-        approx = DensityRidge(bandwidth=0.2, support_size=2000, density_threshold=0.0, random_state=0)
+        approx = DensityRidge(bandwidth=0.2, max_samples=2000, density_threshold=0.0, random_state=0)
         approx.fit(X, queries=queries)
         assert len(approx.support_) == 2000
         across = np.abs(np.linalg.norm(approx.ridge_points_, axis=1) - np.linalg.norm(dense.ridge_points_, axis=1))
@@ -144,18 +144,18 @@ def test_transform_is_blockwise_and_chunking_does_not_matter(projection):
 
 
 @pytest.mark.parametrize(
-    "support_size, batches",
+    "max_samples, batches",
     [
         (5000, [700, 900]),  # all rows stay the support
-        (1000, [700, 900, 400]),  # the second batch crosses support_size: all rows, then a sample
+        (1000, [700, 900, 400]),  # the second batch crosses max_samples: all rows, then a sample
         (500, [700, 600]),  # a sample from the start
     ],
 )
-def test_partial_fit_equals_a_fit_on_every_row_seen(support_size, batches, tmp_path):
+def test_partial_fit_equals_a_fit_on_every_row_seen(max_samples, batches, tmp_path):
     import bigdr
 
     X = noisy_circle(sum(batches), seed=8)
-    params = {"support_size": support_size, "n_queries": 300, "random_state": 3}
+    params = {"max_samples": max_samples, "n_queries": 300, "random_state": 3}
     whole = DensityRidge(**params).fit(X)
     model = DensityRidge(**params)
     ends = np.cumsum([0, *batches])
@@ -164,7 +164,7 @@ def test_partial_fit_equals_a_fit_on_every_row_seen(support_size, batches, tmp_p
             model.save(tmp_path / "ridge.zarr")
             model = bigdr.load(tmp_path / "ridge.zarr")
         model.partial_fit(da.from_array(X[a:b], chunks=251))
-    assert model.n_samples_seen_ == len(X) and len(model.support_) == min(support_size, len(X))
+    assert model.n_samples_seen_ == len(X) and len(model.support_) == min(max_samples, len(X))
     np.testing.assert_array_equal(model.support_indices_, whole.support_indices_)
     np.testing.assert_array_equal(model.support_, whole.support_)
     assert model.bandwidth_ == whole.bandwidth_

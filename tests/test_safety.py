@@ -374,7 +374,7 @@ def test_isomap_sample_grows_with_the_manifold_dimension_and_warns_when_too_smal
     assert 3.5 < model.intrinsic_dimension_ < 5
     assert len(model.reference_rows_) > 2000  # grew from 1000 to what a 4-D manifold needs
     with pytest.warns(SparseGraphWarning, match="dimensional"):
-        bigdr.Isomap(4, graph_sample=1000).fit(X4)
+        bigdr.Isomap(4, max_samples=1000).fit(X4)
     roll = np.asarray(bigdr.datasets.make_swiss_roll(12_000, noise=0.05)[0])
     flat = bigdr.Isomap(2).fit(roll)
     assert len(flat.reference_rows_) == 1000 and flat.intrinsic_dimension_ < 3  # a 2-D roll keeps the default

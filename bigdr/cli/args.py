@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from .._version import __version__
+from ..base import DEPRECATED
 from ..registry import METHODS, Parameter, parameters, suggest
 
 USER_ERRORS = (ValueError, TypeError, KeyError, OSError)
@@ -116,6 +117,7 @@ def _add_method_options(f: argparse.ArgumentParser, only: str | None) -> None:
         for _, p in takers or every:
             choices += [_shown(c) for c in p.choices or () if _shown(c) not in choices]
         flag_bool = any(isinstance(p.default, bool) for _, p in every)
+        deprecated = all(p.default == DEPRECATED for _, p in every)  # still accepted, no longer offered
         group.add_argument(
             "--" + dest.replace("_", "-"),
             dest=dest,
@@ -124,7 +126,7 @@ def _add_method_options(f: argparse.ArgumentParser, only: str | None) -> None:
             nargs="?" if flag_bool else None,
             const=True if flag_bool else None,
             metavar="{" + ",".join(choices) + "}" if choices else dest.upper(),
-            help=_option_help(dest, takers, only) if takers else argparse.SUPPRESS,
+            help=_option_help(dest, takers, only) if takers and not deprecated else argparse.SUPPRESS,
         )
 
 
@@ -212,14 +214,25 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
     """The parser of every command; ``fit-transform``'s method options are generated when ``argv`` runs it.
 
     Building them imports every estimator, so ``bigdr info`` and ``bigdr --help`` do not
-    pay for it; with ``--method NAME`` in ``argv``, only that method's options are offered.
+    pay for it; with ``--method NAME`` in ``argv``, the help lists that method's options alone.
     """
     argv = list(argv or [])
     parser = Parser(prog="bigdr", description="Dimensionality reduction for data larger than memory.")
     parser.add_argument("--version", action="version", version=f"bigdr {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parser.commands = sub.choices
+    _add_generate(sub)
+    _add_fit_transform(sub, argv)
+    _add_transform(sub)
+    _add_update(sub)
+    _add_info(sub)
+    _add_plot(sub)
+    _add_demo(sub)
+    return parser
 
+
+def _add_generate(sub: Any) -> None:
+    """The ``generate`` command."""
     g = sub.add_parser(
         "generate",
         help="write a synthetic data set to a zarr store",
@@ -241,6 +254,9 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
     g.add_argument("--resume", action="store_true", help="continue an interrupted run of the same command")
     _common(g)
 
+
+def _add_fit_transform(sub: Any, argv: Sequence[str]) -> None:
+    """The ``fit-transform`` command."""
     f = sub.add_parser(
         "fit-transform",
         help="fit a method and write the embedding",
@@ -323,6 +339,9 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
     if "fit-transform" in argv:
         _add_method_options(f, fit_transform_method(argv))
 
+
+def _add_transform(sub: Any) -> None:
+    """The ``transform`` command."""
     t = sub.add_parser(
         "transform",
         help="embed rows with a saved model",
@@ -336,6 +355,9 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
     t.add_argument("--overwrite", action="store_true", help="replace an output store that bigdr wrote")
     _model_input(t)
 
+
+def _add_update(sub: Any) -> None:
+    """The ``update`` command."""
     u = sub.add_parser(
         "update",
         help="update a saved model with new rows",
@@ -354,6 +376,9 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
     )
     _model_input(u)
 
+
+def _add_info(sub: Any) -> None:
+    """The ``info`` command."""
     i = sub.add_parser(
         "info",
         help="describe a data store or a saved model",
@@ -365,6 +390,9 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
     )
     _common(i)  # accepted everywhere for uniform scripts; info reads metadata only and computes nothing
 
+
+def _add_plot(sub: Any) -> None:
+    """The ``plot`` command."""
     pl = sub.add_parser(
         "plot",
         help="draw a 2-D embedding of any number of rows",
@@ -385,6 +413,9 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
     pl.add_argument("--overwrite", action="store_true", help="replace a PNG that bigdr wrote")
     _common(pl)
 
+
+def _add_demo(sub: Any) -> None:
+    """The ``demo`` command."""
     d = sub.add_parser(
         "demo",
         help="generate data, embed it, write the embedding and a scree plot",
@@ -396,7 +427,6 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
     d.add_argument("-p", "--n-features", type=int, default=100)
     d.add_argument("--seed", type=int, default=0)
     _common(d)
-    return parser
 
 
 def user_message(exc: BaseException) -> str:
@@ -457,7 +487,8 @@ def cli_words(text: str) -> str:
 
     text = re.sub(r"\b([a-z]+_[a-z_]+)=('[^']*'|\"[^\"]*\"|[\w.+-]+)", assignment, text)
     text = re.sub(r"(?<![-\w])(" + "|".join(map(re.escape, _cli_params())) + r")\b", lambda m: _flag(m.group(1)), text)
-    return text
+    # A message that opens with a one-word parameter ("landmarks must be an int") names its flag.
+    return re.sub(r"^([a-z]+)(?= must\b)", lambda m: _flags().get(m.group(1), m.group(1)), text)
 
 
 def _cli_params() -> list[str]:

@@ -18,7 +18,7 @@ import numpy as np
 from .. import _deprecated
 from .._random import as_generator, resolve_seed
 from .._validation import check_int, check_n_features, check_real
-from ..base import BigdrEstimator, chunk_bytes_of, like_input
+from ..base import DEPRECATED, BigdrEstimator, chunk_bytes_of, like_input
 from ..blockwise.sampling import keys_of, row_keys, uniform_sample
 from ..core.ridges import RidgeRun, density, local_moments, scms, silverman_bandwidth
 from ..graph.incremental import reservoir
@@ -144,7 +144,7 @@ class DensityRidge(BigdrEstimator):
         among them are dropped before moving (0 keeps all).
     n_queries : int
         Query points: a uniform sample of the support (all of it if smaller).
-    support_size : int
+    max_samples : int
         The density's support: all rows when there are at most this many,
         else a uniform sample of this many (one pass).
     truncate : float, "auto" or None
@@ -166,6 +166,8 @@ class DensityRidge(BigdrEstimator):
         Mean-shift steps per point at most.
     random_state : int, Generator or None
         Seed of the support and query samples.
+    support_size : "deprecated"
+        The 0.1 name of ``max_samples``, accepted with a FutureWarning until 0.3.
 
     Attributes
     ----------
@@ -206,6 +208,7 @@ class DensityRidge(BigdrEstimator):
     """
 
     _capabilities = frozenset({"spectrum", "structure"})
+    _renamed_params = {"support_size": "max_samples"}
 
     def __init__(
         self,
@@ -214,23 +217,25 @@ class DensityRidge(BigdrEstimator):
         bandwidth: float | str = "auto",
         density_threshold: float = 0.05,
         n_queries: int = 5_000,
-        support_size: int = 50_000,
+        max_samples: int = 50_000,
         truncate: float | str | None = "auto",
         projection: str = "nearest",
         tol: float = 1e-5,
         max_iter: int = 300,
         random_state: Any = None,
+        support_size: Any = DEPRECATED,
     ) -> None:
         self.dim = dim
         self.bandwidth = bandwidth
         self.density_threshold = density_threshold
         self.n_queries = n_queries
-        self.support_size = support_size
+        self.max_samples = max_samples
         self.truncate = truncate
         self.projection = projection
         self.tol = tol
         self.max_iter = max_iter
         self.random_state = random_state
+        self.support_size = support_size
 
     def _check_params(self, p: int) -> None:
         dim = check_int(self.dim, "dim", low=1)
@@ -240,7 +245,7 @@ class DensityRidge(BigdrEstimator):
             check_real(self.bandwidth, "bandwidth", low=0.0, low_open=True)
         check_real(self.density_threshold, "density_threshold", low=0.0, high=1.0, high_open=True)
         check_int(self.n_queries, "n_queries", low=1)
-        check_int(self.support_size, "support_size", low=2)
+        check_int(self._param("max_samples"), "max_samples", low=2)
         if self.truncate is not None and not (isinstance(self.truncate, str) and self.truncate == "auto"):
             check_real(self.truncate, "truncate", low=0.0, low_open=True)
         if self.projection not in ("nearest", "scms"):
@@ -250,10 +255,10 @@ class DensityRidge(BigdrEstimator):
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
         p = Xd.shape[1]
-        m = min(int(self.support_size), Xd.shape[0])
+        m = min(int(self._param("max_samples")), Xd.shape[0])
         return {
             "stream": streaming(chunk_bytes_of(Xd), 3),
-            "support": Part(4 * m * p * 8, "the density's support and its k-d tree", "support_size"),
+            "support": Part(4 * m * p * 8, "the density's support and its k-d tree", "max_samples"),
         }
 
     def fit(self, X: Any, y: Any = None, *, queries: Any = None) -> DensityRidge:
@@ -271,18 +276,18 @@ class DensityRidge(BigdrEstimator):
             )
         self._check_memory(Xd)
         seed = self.seed_ = resolve_seed(self.random_state)
-        if n <= int(self.support_size):
+        if n <= int(self._param("max_samples")):
             (support,) = compute(Xd)
             indices = np.arange(n, dtype=np.int64)
         else:
-            support, indices = uniform_sample(Xd, int(self.support_size), seed)
+            support, indices = uniform_sample(Xd, int(self._param("max_samples")), seed)
         return self._fit_support(support, indices, n, p, queries)
 
     def partial_fit(self, X: Any, y: Any = None) -> DensityRidge:
         """Learn from new rows without reading the earlier ones again: the result equals ``fit`` on all rows seen.
 
         Every row has a key fixed by ``random_state`` and its global row
-        number, and the support is the ``support_size`` rows of smallest key
+        number, and the support is the ``max_samples`` rows of smallest key
         (all rows while there are no more), which is the sample ``fit``
         draws. So the support after the update is the one ``fit`` would
         draw from all the rows in the order seen, in the same order; from it
@@ -302,7 +307,7 @@ class DensityRidge(BigdrEstimator):
         p = self.n_features_in_
         check_n_features(Xd.shape[1], p, "DensityRidge")
         self._check_params(p)
-        n_b, start, m = Xd.shape[0], self.n_samples_seen_, int(self.support_size)
+        n_b, start, m = Xd.shape[0], self.n_samples_seen_, int(self._param("max_samples"))
         old_keys = keys_of(self.support_indices_, self.seed_)
         keys = row_keys(start, start + n_b, self.seed_)
         keep, enter = reservoir(old_keys, np.zeros(len(old_keys), dtype=bool), keys, m)

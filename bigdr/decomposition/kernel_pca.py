@@ -33,7 +33,7 @@ its kernel row centred by the training means. ``eigenvalues_`` are the
 ``inverse_transform`` (``fit_inverse_transform=True``) learns the map from
 embedding back to rows by kernel ridge regression on the reference rows
 (all rows when exact, as scikit-learn; the landmarks, or a uniform sample of
-``n_landmarks`` rows for ``fourier``): ``X ~ k(Z, Z_ref) (k(Z_ref, Z_ref) +
+``landmarks`` rows for ``fourier``): ``X ~ k(Z, Z_ref) (k(Z_ref, Z_ref) +
 alpha I)^-1 X_ref`` (Bakır, Weston & Schölkopf 2004).
 
 References
@@ -62,7 +62,7 @@ import scipy.linalg
 
 from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
-from ..base import ExtensionEstimator, wants_numpy
+from ..base import DEPRECATED, ExtensionEstimator, wants_numpy
 from ..blockwise.extension import Extension
 from ..blockwise.reduce import tree_reduce
 from ..blockwise.sampling import select_landmarks
@@ -168,7 +168,7 @@ class KernelPCA(ExtensionEstimator):
         Of the poly and sigmoid kernels.
     method : {"auto", "exact", "nystroem", "fourier"}
         See :mod:`bigdr.decomposition.kernel_pca`.
-    n_landmarks : int
+    landmarks : int
         Landmarks of ``nystroem`` (and reference rows of ``inverse_transform``
         for ``fourier``).
     n_fourier : int
@@ -179,6 +179,8 @@ class KernelPCA(ExtensionEstimator):
         Ridge of ``inverse_transform``.
     random_state : int
         Seed of the landmark draw and the random features.
+    n_landmarks : "deprecated"
+        The 0.1 name of ``landmarks``, accepted with a FutureWarning until 0.3.
 
     Attributes
     ----------
@@ -204,7 +206,8 @@ class KernelPCA(ExtensionEstimator):
     pre-images. Advances in Neural Information Processing Systems 16, 449-456.
     """
 
-    _cli_flags = {"method": "approximation", "n_landmarks": "landmarks"}  # --method chooses the method
+    _cli_flags = {"method": "approximation"}  # --method chooses the method
+    _renamed_params = {"n_landmarks": "landmarks"}
 
     def __init__(
         self,
@@ -214,11 +217,13 @@ class KernelPCA(ExtensionEstimator):
         degree: float = 3,
         coef0: float = 1.0,
         method: str = "auto",
-        n_landmarks: int = 2000,
+        landmarks: int = 2000,
         n_fourier: int = 4000,
         fit_inverse_transform: bool = False,
         alpha: float = 1.0,
         random_state: int = 0,
+        *,
+        n_landmarks: Any = DEPRECATED,
     ) -> None:
         self.n_components = n_components
         self.kernel = kernel
@@ -226,6 +231,7 @@ class KernelPCA(ExtensionEstimator):
         self.degree = degree
         self.coef0 = coef0
         self.method = method
+        self.landmarks = landmarks
         self.n_landmarks = n_landmarks
         self.n_fourier = n_fourier
         self.fit_inverse_transform = fit_inverse_transform
@@ -250,7 +256,7 @@ class KernelPCA(ExtensionEstimator):
                 f"Use method='nystroem'."
             )
         if method == "nystroem":
-            check_int(self.n_landmarks, "n_landmarks", 2)
+            check_int(self._param("landmarks"), "landmarks", 2)
         if method == "fourier":
             check_int(self.n_fourier, "n_fourier", 2)
         if self.n_components > n:
@@ -287,11 +293,9 @@ class KernelPCA(ExtensionEstimator):
                 "block": Part(3 * KERNEL_BLOCK_ROWS * n * 8, "a block of kernel rows and its scratch", ""),
                 "rows": Part(n * p * 8, "the training rows", ""),
             }
-        width = int(self.n_landmarks if method == "nystroem" else self.n_fourier)
+        width = int(self._param("landmarks") if method == "nystroem" else self.n_fourier)
         return {
-            "scatter": Part(
-                10 * width * width * 8, f"scatter matrices of {width} features being merged", "n_landmarks"
-            ),
+            "scatter": Part(10 * width * width * 8, f"scatter matrices of {width} features being merged", "landmarks"),
             "stream": streaming(PIECE_ROWS * (width + max(width, p)) * 8, 3, "pieces of features"),
         }
 
@@ -356,7 +360,7 @@ class KernelPCA(ExtensionEstimator):
     def _fit_features(self, X: Any, Xd: da.Array, method: str) -> da.Array:
         k = int(self.n_components)
         if method == "nystroem":
-            m = min(int(self.n_landmarks), Xd.shape[0])
+            m = min(int(self._param("landmarks")), Xd.shape[0])
             landmarks, _ = select_landmarks(X, m, "random", self.seed_)
             landmarks = np.asarray(landmarks, dtype=np.float64)
             s, U = scipy.linalg.eigh(kernel_block(landmarks, landmarks, *self._rule()))
@@ -437,7 +441,8 @@ class KernelPCA(ExtensionEstimator):
     def _inverse_reference(self, X: Any) -> np.ndarray:
         if self.method_ == "nystroem":
             return self.reference_rows_
-        rows, _ = select_landmarks(X, min(int(self.n_landmarks), self.n_samples_seen_), "random", self.seed_ + 1)
+        m = min(int(self._param("landmarks")), self.n_samples_seen_)
+        rows, _ = select_landmarks(X, m, "random", self.seed_ + 1)
         return np.asarray(rows, dtype=np.float64)
 
     def _fit_inverse(self, Z: np.ndarray, rows: np.ndarray) -> None:

@@ -18,7 +18,7 @@ its squared geodesics to the landmarks (:mod:`bigdr.core.triangulation`).
     landmark. O(n k + n m) memory, never n x n.
 ``sampled``
     For data larger than one process: the graph is built on a uniform
-    sample of ``graph_sample`` rows (one pass), the geodesics among the
+    sample of ``max_samples`` rows (one pass), the geodesics among the
     sample as above, and every row is attached to the sample through its
     ``n_neighbors`` nearest sample rows: ``g(x, l) = min_j |x - s_j| +
     G(s_j, l)``, then triangulated, blockwise. Memory independent of n.
@@ -37,19 +37,16 @@ import scipy.sparse as sp
 
 from .._random import LANDMARK_STREAM, resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
-from ..base import ExtensionEstimator, wants_numpy
-from ..blockwise.extension import Extension
+from ..base import DEPRECATED, ExtensionEstimator, wants_numpy
 from ..blockwise.sampling import SAMPLE_CHUNK_BYTES, keys_of, maxmin, row_keys, uniform_sample
 from ..core.dimension import grown_sample, intrinsic_dimension, warn_if_sparse
 from ..core.drift import empirical_threshold
 from ..core.triangulation import (
     Triangulation,
     aligned,
-    attach_geodesics,
     geodesic_mds,
     residual_variance,
     rigid_alignment,
-    triangulate,
     triangulate_distances,
 )
 from ..exceptions import DisconnectedGraphWarning
@@ -67,6 +64,7 @@ from ..graph.sparse import (
 from ..io import as_array, from_numpy
 from ..runtime.compute import compute
 from ..runtime.memory import MemoryEstimate, Part, check_memory, streaming
+from .geodesic import GeodesicExtension
 
 #: ``landmarks="auto"``: exact Isomap up to this many rows.
 EXACT_MAX = 2_000
@@ -74,12 +72,12 @@ EXACT_MAX = 2_000
 EXACT_LIMIT = 40_000
 #: ``landmarks="auto"``: this many landmarks above ``EXACT_MAX`` rows.
 DEFAULT_LANDMARKS = 256
-#: ``graph_sample="auto"``: the graph of all rows up to this many rows, a sample above.
+#: ``max_samples="auto"``: the graph of all rows up to this many rows, a sample above.
 GRAPH_ALL_MAX = 200_000
-#: ``graph_sample="auto"``: the smallest sample above ``GRAPH_ALL_MAX`` rows
+#: ``max_samples="auto"``: the smallest sample above ``GRAPH_ALL_MAX`` rows
 #: (more when the manifold needs it: :func:`bigdr.core.dimension.rows_needed`).
 DEFAULT_GRAPH_SAMPLE = 100_000
-#: ``graph_sample="auto"`` never samples more rows than this (the graph is held in one process).
+#: ``max_samples="auto"`` never samples more rows than this (the graph is held in one process).
 GRAPH_SAMPLE_MAX = 1_000_000
 #: Memory model (calibrated by benchmarks/bench_memory.py): bytes per kNN edge at
 #: the peak (indices, distances, the union graph in COO and CSR, Dijkstra's
@@ -102,37 +100,6 @@ RADIUS_ATTACH = 32
 ON_DISCONNECTED = ("raise", "largest", "join")
 
 
-class GeodesicExtension(Extension):
-    """The reference index, its geodesics and the triangulation: what a worker needs to place rows."""
-
-    def __init__(
-        self, index: NeighborIndex, geodesics: np.ndarray, tri: Triangulation, k: int, radius: float | None
-    ) -> None:
-        # ~32 MiB of row x landmark geodesics per piece
-        super().__init__(tri.pinv.shape[1], max(256, (32 << 20) // (4 * geodesics.shape[1])))
-        self.index = index
-        self.geodesics = geodesics
-        self.tri = tri
-        self.k = k
-        self.radius = radius
-
-    def embed_piece(self, rows: np.ndarray) -> np.ndarray:
-        return self.score_piece(rows)[0]
-
-    def score_only(self, rows: np.ndarray) -> np.ndarray:
-        return self.index.query_block(rows, 1)[1][:, 0]
-
-    def score_piece(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # The drift score, the distance to the nearest reference row, comes with the same query.
-        ind, dist = self.index.query_block(rows, self.k)
-        nearest = dist[:, 0].copy()
-        if self.radius is not None:  # keep the nearest always, the rest within the radius
-            dist = dist.copy()
-            dist[:, 1:][dist[:, 1:] > self.radius] = np.inf
-        g = attach_geodesics(ind, dist, self.geodesics)
-        return triangulate(g.astype(np.float64) ** 2, self.tri), nearest
-
-
 class Isomap(ExtensionEstimator):
     """Isomap embedding, exact or by landmarks, for data of any size.
 
@@ -153,7 +120,7 @@ class Isomap(ExtensionEstimator):
         int ``m``: landmark Isomap with ``m`` landmarks chosen among the
         reference rows. A 2-D array: these rows (added to the graph) are the
         landmarks. ``"auto"``: exact up to 2,000 rows, else 256 landmarks.
-    graph_sample : "auto", None or int
+    max_samples : "auto", None or int
         Rows the neighbourhood graph is built on. ``None``: all rows (held in
         this process, O(n k)). int ``M``: a uniform sample of ``M`` rows drawn
         in one pass; every row is attached to the sample (memory independent
@@ -182,6 +149,8 @@ class Isomap(ExtensionEstimator):
         outside it until the graph is connected.
     random_state : int or None
         Seed of the sample, the landmark draw and NN-descent (kept in ``seed_``).
+    graph_sample : "deprecated"
+        The 0.1 name of ``max_samples``, accepted with a FutureWarning until 0.3.
 
     Attributes
     ----------
@@ -231,29 +200,34 @@ class Isomap(ExtensionEstimator):
     ((1500, 2), 'exact')
     """
 
+    _renamed_params = {"graph_sample": "max_samples"}
+
     def __init__(
         self,
         n_components: int = 2,
         n_neighbors: int | None = 10,
         radius: float | None = None,
         landmarks: Any = "auto",
-        graph_sample: Any = "auto",
+        max_samples: Any = "auto",
         landmark_method: str = "random",
         metric: str = "euclidean",
         neighbor_method: str = "auto",
         on_disconnected: str = "raise",
         random_state: int = 0,
+        *,
+        graph_sample: Any = DEPRECATED,
     ) -> None:
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.radius = radius
         self.landmarks = landmarks
-        self.graph_sample = graph_sample
+        self.max_samples = max_samples
         self.landmark_method = landmark_method
         self.metric = metric
         self.neighbor_method = neighbor_method
         self.on_disconnected = on_disconnected
         self.random_state = random_state
+        self.graph_sample = graph_sample
 
     # -- parameters --------------------------------------------------------------
     def _check_params(self) -> None:
@@ -271,7 +245,7 @@ class Isomap(ExtensionEstimator):
 
     def _plan(self, n: int) -> tuple[str, int]:
         """The mode and the size of the reference set (before any landmark rows are added)."""
-        gs = self.graph_sample
+        gs = self._param("max_samples")
         if isinstance(gs, str) and gs == "auto":
             n_ref = n if n <= GRAPH_ALL_MAX else DEFAULT_GRAPH_SAMPLE
         elif gs is None:
@@ -279,11 +253,11 @@ class Isomap(ExtensionEstimator):
         elif isinstance(gs, (int, np.integer)) and not isinstance(gs, bool) and gs >= 2:
             n_ref = min(int(gs), n)
         else:
-            raise ValueError(f"graph_sample must be 'auto', None or an int >= 2; got {gs!r}.")
+            raise ValueError(f"max_samples must be 'auto', None or an int >= 2; got {gs!r}.")
         lm = self.landmarks
         if lm is None:
             if n_ref < n:
-                raise ValueError("landmarks=None (exact Isomap) needs the graph of all rows; set graph_sample=None.")
+                raise ValueError("landmarks=None (exact Isomap) needs the graph of all rows; set max_samples=None.")
             if n > EXACT_LIMIT:
                 raise ValueError(
                     f"Exact Isomap of {n} rows needs {n * n * 4 / 2**30:.1f} GiB of geodesics; "
@@ -326,7 +300,7 @@ class Isomap(ExtensionEstimator):
         self.intrinsic_dimension_ = intrinsic_dimension(dist) if dist is not None else float("nan")
         if mode == "sampled" and dist is not None:
             k = self.n_neighbors or 10
-            if isinstance(self.graph_sample, str):
+            if isinstance(self._param("max_samples"), str):
                 grown = grown_sample(self.intrinsic_dimension_, k, n_ref, n, GRAPH_SAMPLE_MAX)
                 if grown != n_ref:  # the manifold has more dimensions than the default sample resolves
                     n_ref, mode = grown, ("sampled" if grown < n else "landmark")
@@ -334,7 +308,7 @@ class Isomap(ExtensionEstimator):
                     ref, graph, dist = self._reference_graph(X, Xd, mode, n_ref, given)
             if n_ref < n:
                 what = f"a sampled graph of {n_ref} rows"
-                warn_if_sparse(self.intrinsic_dimension_, k, n_ref, what, "graph_sample (None: all rows)", 4)
+                warn_if_sparse(self.intrinsic_dimension_, k, n_ref, what, "max_samples (None: all rows)", 4)
         graph, eligible, self.n_components_found_ = resolve_components(
             graph,
             self.on_disconnected,
@@ -408,7 +382,7 @@ class Isomap(ExtensionEstimator):
         lm = self.landmarks
         m = n_ref if mode == "exact" else (len(lm) if isinstance(lm, np.ndarray) else self._n_landmarks(n_ref))
         parts = {
-            "rows": Part(ROW_COPIES * n_ref * p * 8, "the graph's rows and their search tree", "graph_sample"),
+            "rows": Part(ROW_COPIES * n_ref * p * 8, "the graph's rows and their search tree", "max_samples"),
             "graph": Part(EDGE_BYTES * n_ref * k, f"the neighbour graph ({n_ref:,} rows x {k})", "n_neighbors"),
             "geodesics": Part(GEODESIC_COPIES * n_ref * m * 4, f"geodesics to {m:,} landmarks", "landmarks"),
         }
@@ -477,7 +451,7 @@ class Isomap(ExtensionEstimator):
 
     def _cap(self, mode: str, n_ref: int) -> int | None:
         """Most data rows the reference set keeps as rows arrive (None: all)."""
-        gs = self.graph_sample
+        gs = self._param("max_samples")
         if gs is None:
             return None
         if isinstance(gs, str):  # "auto": the sample a fit drew, or all rows up to GRAPH_ALL_MAX

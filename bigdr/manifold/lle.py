@@ -27,7 +27,7 @@ landmarks, ``y = z(x)^T Y_L``, and ``Y_L`` minimises the LLE cost summed over
 every row subject to ``Y^T Y = I``: ``(Z^T M Z) u = lambda (Z^T Z) u``, an m x
 m problem whose two matrices are sums over rows, gathered in one blockwise
 pass with memory independent of n. Each row's neighbours are found among a
-uniform reference sample (``reference_size`` rows, all rows when the sample
+uniform reference sample (``max_samples`` rows, all rows when the sample
 is the data). ``partial_fit`` adds new rows' terms and solves again: the
 same statistics as one pass over all rows.
 
@@ -54,7 +54,7 @@ import scipy.linalg
 
 from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
-from ..base import ExtensionEstimator, wants_numpy
+from ..base import DEPRECATED, ExtensionEstimator, wants_numpy
 from ..blockwise.extension import Extension
 from ..blockwise.sampling import SAMPLE_CHUNK_BYTES, select_landmarks
 from ..core.drift import empirical_threshold
@@ -139,7 +139,7 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         ``m``: locally linear landmarks with ``m`` landmarks, every row
         placed from them (memory independent of n). ``"auto"``: all rows
         up to 1,000,000, else 2,000 landmarks.
-    reference_size : int
+    max_samples : int
         Landmark mode: the rows among which every row's neighbours are found
         (a uniform sample; all rows if fewer).
     landmark_neighbors : int or None
@@ -161,6 +161,8 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         independent (the package's policy, :func:`bigdr.graph.sparse.resolve_components`).
     random_state : int
         Seed of the landmark and reference draws, the eigensolver's start and NN-descent.
+    reference_size : "deprecated"
+        The 0.1 name of ``max_samples``, accepted with a FutureWarning until 0.3.
 
     Attributes
     ----------
@@ -179,6 +181,7 @@ class LocallyLinearEmbedding(ExtensionEstimator):
     """
 
     _cli_flags = {"method": "variant"}  # --method chooses the method
+    _renamed_params = {"reference_size": "max_samples"}
 
     def __init__(
         self,
@@ -187,26 +190,29 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         method: str = "standard",
         reg: float = 1e-3,
         landmarks: Any = "auto",
-        reference_size: int = 100_000,
+        max_samples: int = 100_000,
         landmark_neighbors: int | None = None,
         eigen_solver: str = "auto",
         metric: str = "euclidean",
         neighbor_method: str = "auto",
         on_disconnected: str = "warn",
         random_state: int = 0,
+        *,
+        reference_size: Any = DEPRECATED,
     ) -> None:
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.method = method
         self.reg = reg
         self.landmarks = landmarks
-        self.reference_size = reference_size
+        self.max_samples = max_samples
         self.landmark_neighbors = landmark_neighbors
         self.eigen_solver = eigen_solver
         self.metric = metric
         self.neighbor_method = neighbor_method
         self.on_disconnected = on_disconnected
         self.random_state = random_state
+        self.reference_size = reference_size
 
     # -- checks -------------------------------------------------------------------------
     def _check_params(self, n: int) -> str:
@@ -216,7 +222,7 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         check_choice(self.method, "method", VARIANTS)
         check_real(self.reg, "reg", 0, low_open=True)
         check_choice(self.eigen_solver, "eigen_solver", SOLVERS)
-        check_int(self.reference_size, "reference_size", 2)
+        check_int(self._param("max_samples"), "max_samples", 2)
         if self.landmark_neighbors is not None:
             check_int(self.landmark_neighbors, "landmark_neighbors")
         need = min_neighbors(self.method, self.n_components)
@@ -252,7 +258,7 @@ class LocallyLinearEmbedding(ExtensionEstimator):
             }
         m, s = self._sizes(n)
         return {
-            "sample": Part(3 * s * p * 8 + s * k * 24, f"the reference sample ({s:,} rows)", "reference_size"),
+            "sample": Part(3 * s * p * 8 + s * k * 24, f"the reference sample ({s:,} rows)", "max_samples"),
             "problem": Part(4 * m * m * 8, f"the {m:,} x {m:,} problem (two sums per task)", "landmarks"),
             "pass": streaming(SAMPLE_CHUNK_BYTES, 3, "blocks of the pass over the rows", "pass"),
         }
@@ -261,7 +267,7 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         lm = self.landmarks
         m = AUTO_LANDMARKS if isinstance(lm, str) or lm is None else int(lm)
         m = min(m, n)
-        return m, max(m, min(int(self.reference_size), n))
+        return m, max(m, min(int(self._param("max_samples")), n))
 
     # -- fit ----------------------------------------------------------------------------------
     def _fit(self, X: Any) -> da.Array:

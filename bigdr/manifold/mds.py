@@ -23,7 +23,7 @@ import numpy as np
 
 from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features
-from ..base import BigdrEstimator, ExtensionEstimator, chunk_bytes_of, wants_numpy
+from ..base import DEPRECATED, BigdrEstimator, ExtensionEstimator, chunk_bytes_of, wants_numpy
 from ..blockwise.extension import Extension
 from ..blockwise.linalg import double_centred_operator
 from ..blockwise.sampling import SAMPLE_CHUNK_BYTES as LANDMARK_CHUNK_BYTES
@@ -375,10 +375,11 @@ class LandmarkMDS(ExtensionEstimator):
     ----------
     n_components : int
         Coordinates of the embedding.
-    n_landmarks : int
-        ``m``; at least ``n_components + 1``, and at most the number of rows
-        (a larger value is clamped to it: ``n_landmarks_``). Cost of placing a
-        row: ``m`` distances and an ``m x d`` product.
+    landmarks : int
+        ``m``, the number of landmarks; at least ``n_components + 1``, and at
+        most the number of rows (a larger value is clamped to it:
+        ``n_landmarks_``). Cost of placing a row: ``m`` distances and an
+        ``m x d`` product.
     landmark_method : {"random", "maxmin"}
         How :func:`bigdr.select_landmarks` picks them in one pass.
         ``maxmin`` spreads them evenly (de Silva & Tenenbaum's advice) but
@@ -390,6 +391,8 @@ class LandmarkMDS(ExtensionEstimator):
         Keyword arguments of the metric.
     random_state : int or None
         Seed of the landmark draw (kept in ``seed_``).
+    n_landmarks : "deprecated"
+        The 0.1 name of ``landmarks``, accepted with a FutureWarning until 0.3.
 
     Attributes
     ----------
@@ -419,23 +422,26 @@ class LandmarkMDS(ExtensionEstimator):
     >>> import numpy as np
     >>> import bigdr
     >>> X = np.random.default_rng(0).standard_normal((300, 3))
-    >>> lmds = bigdr.LandmarkMDS(2, n_landmarks=50).fit(X)
+    >>> lmds = bigdr.LandmarkMDS(2, landmarks=50).fit(X)
     >>> lmds.transform(X[:5]).shape
     (5, 2)
     """
 
-    _cli_flags = {"n_landmarks": "landmarks"}
+    _renamed_params = {"n_landmarks": "landmarks"}
 
     def __init__(
         self,
         n_components: int = 2,
-        n_landmarks: int = 500,
+        landmarks: int = 500,
         landmark_method: str = "random",
         metric: Any = "euclidean",
         metric_params: dict | None = None,
         random_state: int | None = 0,
+        *,
+        n_landmarks: Any = DEPRECATED,
     ) -> None:
         self.n_components = n_components
+        self.landmarks = landmarks
         self.n_landmarks = n_landmarks
         self.landmark_method = landmark_method
         self.metric = metric
@@ -445,16 +451,16 @@ class LandmarkMDS(ExtensionEstimator):
     def fit(self, X: Any, y: Any = None) -> LandmarkMDS:
         """Pick landmarks in one pass, embed them; ``transform`` places every other row."""
         k = check_int(self.n_components, "n_components")
-        check_int(self.n_landmarks, "n_landmarks")
+        check_int(self._param("landmarks"), "landmarks")
         check_choice(self.landmark_method, "landmark_method", ("random", "maxmin"))
         check_distance_metric(self.metric)
         seed = resolve_seed(self.random_state)
         Xd = as_array(X, name="X")
         self._check_memory(Xd)
-        m = min(int(self.n_landmarks), Xd.shape[0])
+        m = min(int(self._param("landmarks")), Xd.shape[0])
         if m <= k:
             raise ValueError(
-                f"{m} landmarks cannot span n_components={k} dimensions: n_landmarks and the number of "
+                f"{m} landmarks cannot span n_components={k} dimensions: landmarks and the number of "
                 f"rows must exceed n_components."
             )
         rows, idx = select_landmarks(Xd, m, self.landmark_method, seed)
@@ -483,13 +489,13 @@ class LandmarkMDS(ExtensionEstimator):
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
         n, p = Xd.shape
-        m = min(int(self.n_landmarks), n)
+        m = min(int(self._param("landmarks")), n)
         piece = min(TRIANGULATE_ROWS, n)
         return {
             "sample": streaming(
                 min(chunk_bytes_of(Xd), LANDMARK_CHUNK_BYTES), 3, "blocks of the landmark pass", "sample"
             ),
-            "landmarks": Part(m * p * 8 + 4 * m * m * 8, "landmarks and their distances", "n_landmarks"),
+            "landmarks": Part(m * p * 8 + 4 * m * m * 8, "landmarks and their distances", "landmarks"),
             # distances, their squares and the product of a piece of rows, per thread
             "place": streaming(PLACE_COPIES * piece * m * 8 + piece * p * 8, 1, "rows being placed", "place"),
         }
@@ -498,7 +504,7 @@ class LandmarkMDS(ExtensionEstimator):
         """Learn from new rows: the landmarks stay a uniform sample of every row seen.
 
         Every row has a key fixed by ``random_state`` and its global row
-        number; the landmarks are the ``n_landmarks`` rows of smallest key
+        number; the landmarks are the ``landmarks`` rows of smallest key
         (:func:`bigdr.graph.incremental.reservoir`), which is the sample ``fit``
         draws, so the landmark set equals a fit's on all the rows whatever the
         batching. When landmarks change, the m x m landmark MDS is solved again

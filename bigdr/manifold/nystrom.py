@@ -46,6 +46,7 @@ class NystromExtension(Extension):
 
     def __init__(
         self,
+        *,
         index: NeighborIndex,
         W: sp.csr_matrix,
         k: int,

@@ -132,7 +132,13 @@ class _SpectralBase(ExtensionEstimator):
 
     def _fit(self, X: Any) -> da.Array:
         if self.partitions is not None:
-            return fit_partitioned(self, X)
+            fitted, every_row, row_chunks = fit_partitioned(self, X)
+            for name, value in fitted.items():
+                setattr(self, name, value)
+            self._ext = None  # rebuilt from the landmark model on first use
+            if wants_numpy(X):
+                self.embedding_ = every_row
+            return from_numpy(every_row, row_chunks)
         self._check_common()
         alpha = self._alpha()
         Xd = as_array(X, name="X")
@@ -302,24 +308,24 @@ class _SpectralBase(ExtensionEstimator):
         index.fit(self.reference_rows_)
         k_query = min(len(self.reference_rows_), int(self.max_degree_) + 2)
         return NystromExtension(
-            index,
-            self._kernel_matrix(),
-            int(self._fitted("n_neighbors_", lambda: self.n_neighbors)),
-            k_query,
-            self.neighbor_radius_,
-            self.degrees_,
-            self._fitted("kernel_", lambda: self._kernel),
-            self.epsilon_,
-            self._self_loops,
-            float(self._fitted("alpha_", self._alpha)),
-            self._fitted("operator_", lambda: self._kind),
-            self.eigenvectors_,
-            self._fitted("extension_eigenvalues_", lambda: self.laplacian_eigenvalues_),
-            self._fitted("scale_", lambda: self._scale(self.laplacian_eigenvalues_)),
-            self.reference_rows_,
-            metric,
-            self.__dict__.get("rotation_"),
-            self.__dict__.get("offset_"),
+            index=index,
+            W=self._kernel_matrix(),
+            k=int(self._fitted("n_neighbors_", lambda: self.n_neighbors)),
+            k_query=k_query,
+            radius=self.neighbor_radius_,
+            q=self.degrees_,
+            kernel=self._fitted("kernel_", lambda: self._kernel),
+            epsilon=self.epsilon_,
+            self_loops=self._self_loops,
+            alpha=float(self._fitted("alpha_", self._alpha)),
+            kind=self._fitted("operator_", lambda: self._kind),
+            phi=self.eigenvectors_,
+            mu=self._fitted("extension_eigenvalues_", lambda: self.laplacian_eigenvalues_),
+            scale=self._fitted("scale_", lambda: self._scale(self.laplacian_eigenvalues_)),
+            reference=self.reference_rows_,
+            metric=metric,
+            rotation=self.__dict__.get("rotation_"),
+            offset=self.__dict__.get("offset_"),
         )
 
     def distance_ratio(self, X: Any) -> np.ndarray | da.Array:

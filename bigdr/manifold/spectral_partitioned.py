@@ -40,7 +40,6 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import dask.array as da
 import numpy as np
 from sklearn.base import clone
 
@@ -52,7 +51,7 @@ from ..exceptions import DisconnectedGraphWarning, SparseGraphWarning
 from ..graph.affinity import auto_epsilon
 from ..graph.blocked import BlockedMatrix, blocked_affinity, blocked_operator
 from ..graph.knn import knn_graph
-from ..io import as_array, from_numpy
+from ..io import as_array
 from ..runtime.compute import compute
 from ..runtime.memory import MemoryEstimate, Part, check_memory
 
@@ -101,21 +100,27 @@ def propagate(
     return out
 
 
-def fit_partitioned(est: Any, X: Any) -> da.Array:
-    """Fit ``est`` on every row by the blocked operator (what ``fit`` does when ``partitions`` is set).
+def fit_partitioned(est: Any, X: Any) -> tuple[dict[str, Any], np.ndarray, tuple[int, ...]]:
+    """Fit on every row by the blocked operator (what ``fit`` does when ``partitions`` is set).
 
     Parameters
     ----------
     est : DiffusionMap or SpectralEmbedding
-        Its parameters, ``partitions`` among them; the fitted attributes are set on it.
+        Its parameters, ``partitions`` among them (read, not changed).
     X : array-like, dask array or path of a store
+        The rows.
 
     Returns
     -------
-    dask.array.Array
+    attributes : dict
+        The fitted attributes for the estimator to set: the landmark model that
+        places new rows (transform, saving), and the all-rows results.
+    embedding : numpy.ndarray
         The n x n_components embedding of every row (the eigenvectors ``phi_k
         = D^-1/2 v_k`` of ``S v_k = (1 - mu_k) v_k``, scaled as the estimator
-        scales them), chunked like the rows.
+        scales them).
+    row_chunks : tuple of int
+        The input's row chunks, for the lazy embedding.
     """
     if not (est.landmarks is None or (isinstance(est.landmarks, str) and est.landmarks == "auto")):
         raise ValueError(
@@ -175,23 +180,20 @@ def fit_partitioned(est: Any, X: Any) -> da.Array:
     Y = (phi * root[:, None] if kind == "symmetric" else phi) * scale
 
     # The model is the landmark one (transform, saving), plus the all-rows results.
-    est.__dict__.update({name: value for name, value in vars(start).items() if name.endswith("_")})
-    est.extension_eigenvalues_ = start.laplacian_eigenvalues_
-    est.laplacian_eigenvalues_, est.all_rows_scale_ = mu, scale
-    est.all_rows_epsilon_, est.lobpcg_residual_ = eps, eig.residual
-    est.n_unit_eigenvalues_ = n_unit
-    est.intrinsic_dimension_ = intrinsic_dimension(sample)
+    fitted = {name: value for name, value in vars(start).items() if name.endswith("_")}
+    fitted["extension_eigenvalues_"] = start.laplacian_eigenvalues_
+    fitted["laplacian_eigenvalues_"], fitted["all_rows_scale_"] = mu, scale
+    fitted["all_rows_epsilon_"], fitted["lobpcg_residual_"] = eps, eig.residual
+    fitted["n_unit_eigenvalues_"] = n_unit
+    fitted["intrinsic_dimension_"] = intrinsic_dimension(sample)
     # A landmark's coordinates in the landmark model need no extension: the map is fitted on the landmarks.
     design = np.column_stack([start.eigenvectors_ * start.scale_, np.ones(len(landmarks))])
     if kind == "symmetric":  # SpectralEmbedding: alpha is 0, so the degrees of W are those of W_alpha
         design[:, :d] *= np.sqrt(start.degrees_)[:, None]
     target = Y[landmarks]
     coef, *_ = np.linalg.lstsq(design, target, rcond=None)
-    est.rotation_, est.offset_ = coef[:d], coef[d]
-    est.landmark_residual_ = float(np.linalg.norm(design @ coef - target) / np.linalg.norm(target))
-    est.reference_indices_ = landmarks
-    est.mode_ = "partitioned"
-    est._ext = None
-    if wants_numpy(X):
-        est.embedding_ = Y
-    return from_numpy(Y, Xd.chunks[0])
+    fitted["rotation_"], fitted["offset_"] = coef[:d], coef[d]
+    fitted["landmark_residual_"] = float(np.linalg.norm(design @ coef - target) / np.linalg.norm(target))
+    fitted["reference_indices_"] = landmarks
+    fitted["mode_"] = "partitioned"
+    return fitted, Y, Xd.chunks[0]

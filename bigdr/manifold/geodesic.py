@@ -1,0 +1,47 @@
+"""Isomap's out-of-sample rule: a row's geodesics to the landmarks through its nearest reference rows.
+
+A new row's geodesic distance to landmark ``l`` is ``min_j (|x - r_j| + G[j, l])``
+over its ``k`` nearest reference rows ``r_j`` (:func:`bigdr.core.triangulation.attach_geodesics`);
+landmark MDS's triangulation (de Silva & Tenenbaum 2004) turns the squared
+distances into coordinates. :class:`GeodesicExtension` is what a worker needs
+for that, beside the spectral methods' :mod:`~bigdr.manifold.nystrom`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..blockwise.extension import Extension
+from ..core.triangulation import Triangulation, attach_geodesics, triangulate
+from ..graph.neighbors import NeighborIndex
+
+
+class GeodesicExtension(Extension):
+    """The reference index, its geodesics and the triangulation: what a worker needs to place rows."""
+
+    def __init__(
+        self, index: NeighborIndex, geodesics: np.ndarray, tri: Triangulation, k: int, radius: float | None
+    ) -> None:
+        # ~32 MiB of row x landmark geodesics per piece
+        super().__init__(tri.pinv.shape[1], max(256, (32 << 20) // (4 * geodesics.shape[1])))
+        self.index = index
+        self.geodesics = geodesics
+        self.tri = tri
+        self.k = k
+        self.radius = radius
+
+    def embed_piece(self, rows: np.ndarray) -> np.ndarray:
+        return self.score_piece(rows)[0]
+
+    def score_only(self, rows: np.ndarray) -> np.ndarray:
+        return self.index.query_block(rows, 1)[1][:, 0]
+
+    def score_piece(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # The drift score, the distance to the nearest reference row, comes with the same query.
+        ind, dist = self.index.query_block(rows, self.k)
+        nearest = dist[:, 0].copy()
+        if self.radius is not None:  # keep the nearest always, the rest within the radius
+            dist = dist.copy()
+            dist[:, 1:][dist[:, 1:] > self.radius] = np.inf
+        g = attach_geodesics(ind, dist, self.geodesics)
+        return triangulate(g.astype(np.float64) ** 2, self.tri), nearest
