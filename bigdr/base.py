@@ -302,4 +302,6 @@ def wants_numpy(X: Any) -> bool:
     # A path, zarr array or h5py dataset may be larger than memory: stay lazy.
     if isinstance(X, da.Array):
         return False
+    if type(X).__module__.startswith("scipy.sparse"):  # an in-memory sparse matrix
+        return True
     return isinstance(X, (np.ndarray, list, tuple)) or hasattr(X, "__array__") and not hasattr(X, "chunks")

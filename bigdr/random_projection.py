@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import numbers
 import os
-import uuid
 import warnings
 from typing import Any
 
@@ -36,7 +35,8 @@ from ._random import PROJECTION_STREAM, block_rng, resolve_seed
 from ._validation import check_n_features, check_real
 from .base import BigdrEstimator, chunk_bytes_of, wants_numpy
 from .exceptions import DataDimensionalityWarning
-from .io import as_array, is_sparse_zarr, open_sparse_zarr
+from .io import as_array, as_sparse_array, is_sparse_input
+from .io.sparse import SPARSE_CHUNK_NNZ
 from .runtime.compute import compute
 from .runtime.memory import MemoryEstimate, Part, check_memory, streaming
 
@@ -44,8 +44,6 @@ from .runtime.memory import MemoryEstimate, Part, check_memory, streaming
 BLOCK_FEATURES = 4096
 #: Largest projection block (entries) densified for dense input.
 DENSE_R_MAX = 1 << 24
-#: Target nonzeros per row block of sparse input.
-SPARSE_CHUNK_NNZ = 8_000_000
 
 
 def johnson_lindenstrauss_min_dim(n_samples: Any, eps: Any = 0.1, bound: str = "dasgupta-gupta") -> Any:
@@ -120,39 +118,12 @@ def _project_block(
     return np.asarray(out, dtype=dtype)
 
 
-def _check_sparse_block(block: Any) -> Any:
-    if not np.isfinite(block.data).all():
-        raise ValueError("The sparse input contains NaN or infinity; remove or impute them first.")
-    return block
-
-
 def projection_input(X: Any, name: str = "X", min_rows: int = 2) -> da.Array:
-    """Dense input through :func:`bigdr.as_array` (column chunks kept); sparse input kept sparse.
-
-    Sparse input: a scipy.sparse matrix, a dask array of scipy.sparse blocks,
-    or a CSR zarr group (:func:`bigdr.io.write_sparse_zarr`).
-    """
-    if isinstance(X, str) and is_sparse_zarr(X):
-        Xd = open_sparse_zarr(X, SPARSE_CHUNK_NNZ)
-    elif sp.issparse(X):
-        X = sp.csr_matrix(X)
-        if not np.issubdtype(X.dtype, np.floating):
-            X = X.astype(np.float64)
-        rows = max(1, int(SPARSE_CHUNK_NNZ / max(1.0, X.nnz / max(X.shape[0], 1))))
-        Xd = da.from_array(
-            X,
-            chunks=(rows, X.shape[1]),
-            asarray=False,
-            name=f"bigdr-sparse-{uuid.uuid4().hex}",
-            meta=sp.csr_matrix((0, X.shape[1]), dtype=X.dtype),
-        )
-    elif isinstance(X, da.Array) and sp.issparse(X._meta):
-        Xd = X
-    else:
-        return as_array(X, name=name, min_rows=min_rows, keep_column_chunks=True)
-    if Xd.shape[0] < min_rows:
-        raise ValueError(f"{name} has {Xd.shape[0]} row(s); at least {min_rows} are needed.")
-    return Xd.map_blocks(_check_sparse_block, dtype=Xd.dtype, meta=Xd._meta)
+    """Dense input through :func:`bigdr.as_array` (column chunks kept); sparse input kept sparse
+    (:func:`bigdr.io.as_sparse_array`: scipy.sparse, dask arrays of sparse blocks, CSR stores, AnnData CSR)."""
+    if is_sparse_input(X):
+        return as_sparse_array(X, name=name, min_rows=min_rows)
+    return as_array(X, name=name, min_rows=min_rows, keep_column_chunks=True)
 
 
 class _RandomProjection(BigdrEstimator):

@@ -7,15 +7,18 @@ These build the operators and passes that the in-memory eigensolvers of
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
 import dask.array as da
 import numpy as np
 import scipy.linalg
+from dask import delayed
 
 from ..core.eigen import Eigenpairs, flip_signs, randomized_eigh
 from ..runtime.compute import compute
+from .reduce import tree_reduce
 
 
 def randomized_scatter_eig(
@@ -37,14 +40,29 @@ def randomized_scatter_eig(
     """
     n, p = X.shape
     width = int(min(n_components + n_oversamples, p, n))
-    Xc = X - mean.astype(X.dtype)
+    if hasattr(X._meta, "tocsr"):  # sparse rows: centred implicitly, one pass per product, never densified
 
-    def apply(Z: np.ndarray) -> np.ndarray:
-        Zd = da.from_array(Z, chunks=(X.chunks[1], Z.shape[1]))
-        return np.asarray(compute(Xc.T @ (Xc @ Zd))[0], dtype=np.float64)
+        def apply(Z: np.ndarray) -> np.ndarray:
+            (out,) = compute(tree_reduce(X, _centred_normal_block, operator.add, shared=(delayed(Z), delayed(mean))))
+            return np.asarray(out, dtype=np.float64)
+
+    else:
+        Xc = X - mean.astype(X.dtype)
+
+        def apply(Z: np.ndarray) -> np.ndarray:
+            Zd = da.from_array(Z, chunks=(X.chunks[1], Z.shape[1]))
+            return np.asarray(compute(Xc.T @ (Xc @ Zd))[0], dtype=np.float64)
 
     eig = randomized_eigh(apply, p, width, n_iter, random_state)
     return Eigenpairs(np.clip(eig.values[:n_components], 0, None), eig.vectors[:, :n_components], 0.0, False)
+
+
+def _centred_normal_block(block: Any, Z: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """``Xc^T (Xc Z)`` of one row block with ``Xc = X - 1 mean^T`` never formed:
+    ``Xc Z = X Z - 1 (mean^T Z)`` and ``Xc^T Y = X^T Y - mean (1^T Y)``."""
+    X = block.astype(np.float64)
+    Y = np.asarray(X @ Z) - mean @ Z
+    return np.asarray(X.T @ Y) - np.outer(mean, Y.sum(axis=0))
 
 
 def samples_gram_eig(X: da.Array, mean: np.ndarray) -> Eigenpairs:

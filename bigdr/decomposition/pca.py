@@ -10,6 +10,7 @@ top eigenvectors of the sample covariance ``C = Xc^T Xc / (n - 1)``
 from __future__ import annotations
 
 import numbers
+import os
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -25,13 +26,28 @@ from ..blockwise.reduce import tree_reduce
 from ..core.drift import chi2_threshold, residual_threshold
 from ..core.eigen import Eigenpairs, qr_eigh, scatter_eigh
 from ..core.spectrum import bulk_misfit, n_components_for_fraction, n_components_mp, n_components_whitened
-from ..core.stats import Moments, QRState, column_moments, merge_moments, merge_qr, qr_block, scatter_moments
+from ..core.stats import (
+    Moments,
+    QRState,
+    column_moments,
+    merge_moments,
+    merge_qr,
+    qr_block,
+    scatter_moments,
+    sparse_column_moments,
+    sparse_scatter_moments,
+)
 from ..exceptions import RankSelectionWarning
-from ..io import as_array, with_finite_check
+from ..io import as_array, as_sparse_array, is_sparse_input, with_finite_check
+from ..io.sparse import SPARSE_CHUNK_NNZ
 from ..runtime.compute import compute
 from ..runtime.memory import Part, streaming
 
 SOLVERS = ("auto", "covariance", "tsqr", "samples", "randomized")
+#: The solvers that work on sparse rows without densifying them (implicit centring).
+SPARSE_SOLVERS = ("covariance", "randomized")
+#: Bytes a CSR row block holds per nonzero (value, column index, and the product's scratch).
+SPARSE_NNZ_BYTES = 24
 RANK_RULES = ("mp", "mp-whitened")
 RULE_ATTRIBUTES = ("mp_noise_variance_", "mp_edge_", "feature_noise_variance_", "whitened_edge_", "whitened_spectrum_")
 
@@ -45,6 +61,15 @@ MAX_COVARIANCE_FEATURES = 4096
 STREAM_COPIES = 2
 MERGE_STATES = 10
 MAX_SAMPLES_GRAM = 20_000
+
+
+def _is_sparse(Xd: da.Array) -> bool:
+    return hasattr(Xd._meta, "tocsr")
+
+
+def _sparse_projection(block: Any, V: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """``(x - m) V = x V - m V`` for a CSR block: the rows are never densified."""
+    return np.asarray(block @ V) - shift
 
 
 # Block kernels take the block's first row so a NaN/Inf error names the row in the data.
@@ -67,11 +92,22 @@ def _project_and_score(
     whiten: bool,
     residual: bool,
 ) -> np.ndarray:
-    """Projection of a block and each row's drift score (Q residual, or T^2 when nothing is discarded)."""
-    centred = np.asarray(block, dtype=np.float64) - mean
-    Y = centred @ components.T.astype(np.float64)
+    """Projection of a block and each row's drift score (Q residual, or T^2 when nothing is discarded).
+
+    A sparse block is centred implicitly: ``(x - m) V^T = x V^T - m V^T`` and
+    ``|x - m|^2 = |x|^2 - 2 x.m + |m|^2``, so it is never densified.
+    """
+    V = components.T.astype(np.float64)
+    if hasattr(block, "tocsr"):
+        X: Any = block.astype(np.float64)
+        Y = np.asarray(X @ V) - mean @ V
+        sq = np.asarray(X.multiply(X).sum(axis=1)).ravel() - 2 * np.asarray(X @ mean).ravel() + mean @ mean
+    else:
+        centred = np.asarray(block, dtype=np.float64) - mean
+        Y = centred @ V
+        sq = np.einsum("ij,ij->i", centred, centred)
     if residual:  # |x_c|^2 - |y|^2: the components are orthonormal; float64 keeps the difference exact enough
-        score = np.einsum("ij,ij->i", centred, centred) - np.einsum("ij,ij->i", Y, Y)
+        score = sq - np.einsum("ij,ij->i", Y, Y)
     else:
         score = (Y**2 / np.maximum(variances.astype(np.float64), np.finfo(float).tiny)).sum(axis=1)
     if whiten:
@@ -192,6 +228,11 @@ class PCA(BigdrEstimator):
 
     _capabilities = frozenset({"spectrum", "loadings"})
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # centred implicitly, never densified
+        return tags
+
     _preserves_dtype = ("float64", "float32")
 
     def __sklearn_is_fitted__(self) -> bool:
@@ -241,7 +282,16 @@ class PCA(BigdrEstimator):
         if not isinstance(self.whiten, (bool, np.bool_)):
             raise TypeError(f"whiten must be True or False; got {self.whiten!r}.")
 
-    def _choose_solver(self, n: int, p: int) -> str:
+    def _choose_solver(self, n: int, p: int, sparse: bool = False) -> str:
+        if sparse:
+            if self.svd_solver not in ("auto", *SPARSE_SOLVERS):
+                raise ValueError(
+                    f"svd_solver={self.svd_solver!r} needs dense rows; sparse input is centred implicitly by "
+                    f"'covariance' (exact, p x p) or 'randomized' (wide data), or 'auto' to choose."
+                )
+            if self.svd_solver != "auto":
+                return self.svd_solver
+            return "covariance" if p <= MAX_COVARIANCE_FEATURES or self.n_components == "mp-whitened" else "randomized"
         if self.svd_solver != "auto":
             return self.svd_solver
         if self.n_components == "mp-whitened":  # needs the p x p covariance, whatever n is
@@ -261,17 +311,18 @@ class PCA(BigdrEstimator):
     def fit(self, X: Any, y: Any = None) -> PCA:
         """Fit the model to ``X`` (numpy, dask, zarr, h5py or a path)."""
         self._check_params()
-        Xd = as_array(X, check_finite=False)
+        sparse = is_sparse_input(X)
+        Xd = as_sparse_array(X) if sparse else as_array(X, check_finite=False)
         n, p = Xd.shape
         if isinstance(self.n_components, numbers.Integral) and self.n_components > min(n, p):
             raise ValueError(
                 f"n_components={self.n_components} must be at most min(n_samples, n_features) = {min(n, p)} "
                 f"for X of shape {Xd.shape}."
             )
-        solver = self._choose_solver(n, p)
+        solver = self._choose_solver(n, p, sparse)
         self._check_memory(Xd)
         self.seed_ = resolve_seed(self.random_state)
-        if solver != "covariance":  # the covariance kernel detects NaN/Inf itself, for free
+        if solver != "covariance" and not sparse:  # the covariance kernel detects NaN/Inf itself, for free
             Xd = with_finite_check(Xd)
         self.svd_solver_ = solver
         self._reset_drift()
@@ -279,6 +330,7 @@ class PCA(BigdrEstimator):
             self.__dict__.pop(attr, None)
         if solver in _MERGEABLE:
             block_fn, merge, _ = _MERGEABLE[solver]
+            block_fn = sparse_scatter_moments if sparse else block_fn
             (state,) = compute(tree_reduce(Xd, block_fn, merge, with_offset=True))
             self._store_state(solver, state, Xd.dtype)
         elif solver == "samples":
@@ -296,9 +348,11 @@ class PCA(BigdrEstimator):
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
         n, p = Xd.shape
-        solver = self._choose_solver(n, p)
+        sparse = _is_sparse(Xd)
+        solver = self._choose_solver(n, p, sparse)
         # A read block, its centred copy for transform and the output in flight per thread.
-        parts = {"stream": streaming(chunk_bytes_of(Xd), STREAM_COPIES)}
+        block = SPARSE_CHUNK_NNZ * SPARSE_NNZ_BYTES if sparse else chunk_bytes_of(Xd)
+        parts = {"stream": streaming(block, STREAM_COPIES)}
         if solver in ("covariance", "samples", "randomized"):
             parts["states"] = Part(MERGE_STATES * p * p * 8, "scatter matrices being merged", "")
         if solver == "tsqr":
@@ -319,7 +373,8 @@ class PCA(BigdrEstimator):
                 f"leading components, so the full spectrum that a fraction or 'mp' needs is not available. "
                 f"Use svd_solver='covariance' (p <= ~20000) or give an int."
             )
-        (col,) = compute(tree_reduce(Xd, column_moments, merge_moments, with_offset=True))
+        columns = sparse_column_moments if _is_sparse(Xd) else column_moments
+        (col,) = compute(tree_reduce(Xd, columns, merge_moments, with_offset=True))
         self.n_components_rule_ = int(k)
         eig = randomized_scatter_eig(Xd, col.mean, k, self.n_oversamples, self.n_iter, self.seed_)
         self._set_fitted(eig.values, eig.vectors, n, col.mean, col.scatter.sum(), Xd.dtype, k)
@@ -328,13 +383,17 @@ class PCA(BigdrEstimator):
         """Merge the batch ``X`` into the model (covariance or tsqr state; exact)."""
         self._check_params()
         solver = "covariance" if self.svd_solver == "auto" else self.svd_solver
-        Xd = as_array(X, min_rows=1, check_finite=solver != "covariance")
+        sparse = is_sparse_input(X)
+        if sparse and solver != "covariance":
+            raise ValueError(f"partial_fit on sparse rows merges the covariance; svd_solver={solver!r} cannot.")
+        Xd = as_sparse_array(X, min_rows=1) if sparse else as_array(X, min_rows=1, check_finite=solver != "covariance")
         if solver not in _MERGEABLE:
             raise ValueError(
                 f"partial_fit needs a mergeable solver ('covariance' or 'tsqr'); svd_solver={self.svd_solver!r}."
             )
         self._check_memory(Xd)
         block_fn, merge, _ = _MERGEABLE[solver]
+        block_fn = sparse_scatter_moments if sparse else block_fn
         fitted = hasattr(self, "n_samples_seen_")
         if fitted:
             if getattr(self, "_state_kind", None) != solver:
@@ -446,8 +505,15 @@ class PCA(BigdrEstimator):
         self.noise_variance_ = float(max(noise, 0.0))
 
     # -- using the model ------------------------------------------------------
+    @classmethod
+    def read_input(cls, path: str | os.PathLike, dataset: str | None = None) -> da.Array:
+        """The lazy input of a fit from a path: a CSR store or AnnData CSR element stays sparse."""
+        if is_sparse_input(path, dataset):
+            return as_sparse_array(path, dataset=dataset)
+        return as_array(path, dataset=dataset)
+
     def _check_input(self, X: Any, name: str, width: int) -> da.Array:
-        Xd = as_array(X, name=name, min_rows=1)
+        Xd = as_sparse_array(X, name=name, min_rows=1) if is_sparse_input(X) else as_array(X, name=name, min_rows=1)
         check_n_features(Xd.shape[1], width, "PCA", name)
         return Xd
 
@@ -460,7 +526,20 @@ class PCA(BigdrEstimator):
     def _lazy_embedding(self, X: Any) -> da.Array:
         Xd = self._check_input(X, "X", self.n_features_in_)
         dtype = Xd.dtype
-        Y = (Xd - self.mean_.astype(dtype)) @ self.components_.T.astype(dtype)
+        if _is_sparse(Xd):  # centred implicitly: x V^T - m V^T, the rows never densified
+            V = self.components_.T.astype(dtype)
+            shift = (self.mean_ @ self.components_.T).astype(dtype)
+            Y = da.map_blocks(
+                _sparse_projection,
+                Xd,
+                V=V,
+                shift=shift,
+                chunks=(Xd.chunks[0], (V.shape[1],)),
+                dtype=dtype,
+                meta=np.empty((0, 0), dtype=dtype),
+            )
+        else:
+            Y = (Xd - self.mean_.astype(dtype)) @ self.components_.T.astype(dtype)
         if self.whiten:
             Y = Y / np.sqrt(self.explained_variance_).astype(dtype)
         return Y

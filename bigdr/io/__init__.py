@@ -15,7 +15,7 @@ from .read import (
     source_paths,
     with_finite_check,
 )
-from .sparse import is_sparse_zarr, open_sparse_zarr, write_sparse_zarr
+from .sparse import as_sparse_array, is_sparse_input, is_sparse_zarr, open_sparse_zarr, write_sparse_zarr
 from .write import DONE_DIR, partial_path, read_attrs, write_zarr
 
 __all__ = [
@@ -25,6 +25,8 @@ __all__ = [
     "batch_identity",
     "check_repeat",
     "as_array",
+    "as_sparse_array",
+    "is_sparse_input",
     "check_growable",
     "check_output",
     "describe_os_error",

@@ -58,15 +58,62 @@ def _element(root: Any, path: str, element: str) -> Any:
 
 
 def _csr_rows(path: str, element: str, start: int, stop: int, n_cols: int) -> np.ndarray:
+    """Rows of a CSR element densified (for the methods that need dense rows: one bounded block)."""
+    block = _csr_block(path, element, start, stop, n_cols)
+    return block.toarray().astype(np.float32 if block.dtype == np.float32 else np.float64, copy=False)
+
+
+def element_encoding(path: str, element: str) -> str | None:
+    """The AnnData encoding of an element (``array``, ``csr_matrix``, ...), None if it does not exist."""
+    root = _root(path)
+    try:
+        node = root[element]
+    except KeyError:
+        return None
+    return str(node.attrs.get("encoding-type", "array"))
+
+
+def _csr_block(path: str, element: str, start: int, stop: int, n_cols: int) -> Any:
+    import scipy.sparse as sp
+
     node = _element(_root(path), path, element)
     indptr = np.asarray(node["indptr"][start : stop + 1], dtype=np.int64)
+    if np.any(np.diff(indptr) < 0):
+        raise ValueError(f"{path!r}:{element} has a decreasing indptr in rows {start}-{stop - 1}; the file is damaged.")
     lo, hi = int(indptr[0]), int(indptr[-1])
-    data = np.asarray(node["data"][lo:hi])
-    indices = np.asarray(node["indices"][lo:hi], dtype=np.int64)
-    out = np.zeros((stop - start, n_cols), dtype=np.float32 if data.dtype == np.float32 else np.float64)
-    rows = np.repeat(np.arange(stop - start), np.diff(indptr))
-    np.add.at(out, (rows, indices), data)
-    return out
+    data, indices = np.asarray(node["data"][lo:hi]), np.asarray(node["indices"][lo:hi])
+    if len(indices) and (indices.min() < 0 or indices.max() >= n_cols):
+        raise ValueError(f"{path!r}:{element} has column indices outside 0..{n_cols - 1} in rows {start}-{stop - 1}.")
+    return sp.csr_matrix((data, indices, indptr - lo), shape=(stop - start, n_cols))
+
+
+def open_anndata_csr(path: str, element: str = "X", chunk_nnz: int = 8_000_000) -> da.Array:
+    """A CSR element of an AnnData store as a dask array of scipy.sparse row blocks of about ``chunk_nnz`` nonzeros."""
+    import scipy.sparse as sp
+
+    node = _element(_root(path), path, element)
+    kind = node.attrs.get("encoding-type", "array")
+    if kind != "csr_matrix":
+        raise ValueError(f"{path!r}:{element} is stored as {kind!r}, not CSR; read it with bigdr.as_array.")
+    n, p = (int(v) for v in node.attrs["shape"])
+    if int(node["indptr"].shape[0]) != n + 1:
+        entries = node["indptr"].shape[0]
+        raise ValueError(f"{path!r}:{element} has {entries} indptr entries for {n} rows; it is damaged.")
+    indptr = np.asarray(node["indptr"][:], dtype=np.int64)
+    dtype = node["data"].dtype
+    cuts = np.searchsorted(indptr, np.arange(chunk_nnz, max(int(indptr[-1]), 1), chunk_nnz), side="left")
+    bounds = np.unique(np.concatenate([[0], cuts, [n]]))
+    meta = sp.csr_matrix((0, p), dtype=dtype)
+    blocks = [
+        da.from_delayed(
+            dask.delayed(_csr_block, pure=True)(path, element, int(s), int(e), p),
+            shape=(int(e - s), p),
+            dtype=dtype,
+            meta=meta,
+        )
+        for s, e in zip(bounds[:-1], bounds[1:])
+    ]
+    return da.concatenate(blocks, axis=0)
 
 
 def open_anndata(path: str, element: str = "X", chunk_bytes: int = 128 << 20) -> Any:

@@ -116,3 +116,117 @@ def open_sparse_zarr(path: str, chunk_nnz: int = 8_000_000):
             da.from_delayed(block, shape=(int(r1 - r0), p), dtype=dtype, meta=sp.csr_matrix((0, p), dtype=dtype))
         )
     return da.concatenate(parts, axis=0)
+
+
+#: Nonzeros per row block of a sparse input: about 100 MB of data and indices, the size of a dense block.
+SPARSE_CHUNK_NNZ = 8_000_000
+
+
+def is_sparse_input(X: Any, dataset: str | None = None) -> bool:
+    """Whether ``X`` is sparse data that :func:`as_sparse_array` reads without densifying.
+
+    A scipy.sparse matrix or array, a dask array of scipy.sparse blocks, a CSR
+    group written by :func:`write_sparse_zarr`, or an AnnData file or store
+    whose ``X`` (or ``dataset``: ``layers/NAME``) is CSR.
+    """
+    import scipy.sparse as sp
+
+    if sp.issparse(X):
+        return True
+    if isinstance(X, da.Array):
+        return sp.issparse(X._meta)
+    if isinstance(X, (str, os.PathLike)):
+        path = str(X)
+        if is_sparse_zarr(path):
+            return True
+        from .anndata import element_encoding, is_anndata
+
+        return is_anndata(path) and element_encoding(path, dataset or "X") == "csr_matrix"
+    return False
+
+
+def canonical_block(block: Any) -> Any:
+    """A CSR row block checked and made canonical, the one rule for sparse input.
+
+    Values must be finite; integer and boolean values (counts) become float64,
+    float16 float32; unsorted column indices are sorted and duplicate entries
+    summed (scipy's canonical form: a duplicate means the sum, as in a COO
+    matrix of counts). Column indices must lie in the matrix.
+    """
+    import scipy.sparse as sp
+
+    block = sp.csr_matrix(block)
+    if not np.issubdtype(block.dtype, np.floating):
+        block = block.astype(np.float64)
+    elif block.dtype == np.float16:
+        block = block.astype(np.float32)
+    if block.nnz and not np.isfinite(block.data).all():
+        raise ValueError("The sparse input contains NaN or infinity among its stored values; remove or impute them.")
+    if not block.has_canonical_format:
+        block.sum_duplicates()  # sorts the indices too
+    return block
+
+
+def _sparse_block_rows(X: Any) -> int:
+    """Rows per block for an in-memory sparse matrix: about :data:`SPARSE_CHUNK_NNZ` nonzeros."""
+    return max(1, int(SPARSE_CHUNK_NNZ / max(1.0, X.nnz / max(X.shape[0], 1))))
+
+
+def as_sparse_array(X: Any, name: str = "X", min_rows: int = 2, dataset: str | None = None) -> da.Array:
+    """Sparse input as a dask array of canonical CSR row blocks, never densified.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix or array, dask array of scipy.sparse blocks, or path
+        CSR and CSC (matrix and array classes), a dask array whose blocks are
+        scipy.sparse, a CSR group of :func:`write_sparse_zarr`, or an AnnData
+        ``.h5ad`` file or zarr store whose element is CSR (read lazily, a
+        block of rows at a time: ``indptr`` once, each block's slice of
+        ``data`` and ``indices`` in its task).
+    name : str
+        The input's name in messages.
+    min_rows : int
+        Fewest rows accepted.
+    dataset : str, optional
+        The AnnData element: ``X`` (default) or ``layers/NAME``.
+
+    Returns
+    -------
+    dask.array.Array
+        Row blocks of about :data:`SPARSE_CHUNK_NNZ` nonzeros, each checked
+        and made canonical by :func:`canonical_block` when it is computed.
+    """
+    import uuid
+
+    import scipy.sparse as sp
+
+    if isinstance(X, (str, os.PathLike)):
+        path = str(X)
+        if is_sparse_zarr(path):
+            Xd = open_sparse_zarr(path, SPARSE_CHUNK_NNZ)
+        else:
+            from .anndata import open_anndata_csr
+
+            Xd = open_anndata_csr(path, dataset or "X", SPARSE_CHUNK_NNZ)
+    elif sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D; got a sparse array of shape {X.shape}.")
+        X = sp.csr_matrix(X)  # CSC and the array classes too: rows are what every pass reads
+        Xd = da.from_array(
+            X,
+            chunks=(_sparse_block_rows(X), X.shape[1]),
+            asarray=False,
+            name=f"bigdr-sparse-{uuid.uuid4().hex}",
+            meta=sp.csr_matrix((0, X.shape[1]), dtype=X.dtype),
+        )
+    elif isinstance(X, da.Array) and sp.issparse(X._meta):
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D; got a dask array of shape {X.shape}.")
+        Xd = X.rechunk({1: X.shape[1]}) if len(X.chunks[1]) > 1 else X
+    else:
+        raise TypeError(f"{name} is not sparse (a {type(X).__name__}); use bigdr.as_array for dense input.")
+    if Xd.shape[0] < min_rows:
+        raise ValueError(f"{name} has {Xd.shape[0]} row(s); at least {min_rows} are needed.")
+    dtype = np.float64 if not np.issubdtype(Xd.dtype, np.floating) else Xd.dtype
+    dtype = np.float32 if dtype == np.float16 else dtype
+    return Xd.map_blocks(canonical_block, dtype=dtype, meta=sp.csr_matrix((0, Xd.shape[1]), dtype=dtype))

@@ -1,0 +1,180 @@
+"""PCA of sparse data, centred implicitly: it equals PCA of the densified data, and never densifies.
+
+References are scikit-learn's exact PCA of the dense matrix and, for the
+shapes bigdr reads, real files: AnnData ``.h5ad`` and zarr stores written by
+anndata, and bigdr's own CSR stores.
+"""
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.decomposition import PCA as SkPCA
+
+import bigdr
+from bigdr.io import as_sparse_array, is_sparse_input, write_sparse_zarr
+
+
+def cells(n=2000, p=120, rank=4, seed=0):
+    """Log-counts of cells from ``rank`` gene programs: sparse, with a spectral gap after ``rank``."""
+    rng = np.random.default_rng(seed)
+    programs = rng.gamma(0.6, 1.0, size=(rank, p))
+    usage = rng.dirichlet(np.full(rank, 0.3), size=n) * rng.lognormal(0.0, 0.3, size=(n, 1))
+    counts = rng.poisson(0.4 * usage @ programs)
+    return sp.csr_matrix(np.log1p(counts))
+
+
+def angles(A, B):
+    """Largest principal angle between the row spaces of ``A`` and ``B`` (radians), from its sine
+    ``|(I - P_A) Q_B|`` (the arccos of the cosines cannot resolve angles below about 1e-8)."""
+    Qa, Qb = np.linalg.qr(A.T)[0], np.linalg.qr(B.T)[0]
+    return float(np.arcsin(min(1.0, np.linalg.norm(Qb - Qa @ (Qa.T @ Qb), 2))))
+
+
+@pytest.fixture(scope="module")
+def data():
+    X = cells()
+    assert 0.05 < X.nnz / np.prod(X.shape) < 0.5
+    return X, SkPCA(4, svd_solver="full").fit(X.toarray())
+
+
+def check_equal(model, ref, atol=1e-10):
+    assert angles(model.components_, ref.components_) <= atol
+    np.testing.assert_allclose(model.explained_variance_, ref.explained_variance_, rtol=1e-10)
+    np.testing.assert_allclose(model.mean_, ref.mean_, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("kind", ["csr_matrix", "csc_matrix", "csr_array", "csc_array", "dask", "counts"])
+def test_sparse_in_memory_equals_dense(data, kind):
+    X, ref = data
+    given_ = {
+        "csr_matrix": X,
+        "csc_matrix": sp.csc_matrix(X),
+        "csr_array": sp.csr_array(X),
+        "csc_array": sp.csc_array(X),
+        "dask": da.from_array(X, chunks=(333, X.shape[1]), asarray=False),
+        "counts": None,
+    }[kind]
+    if kind == "counts":  # integer counts are cast, not refused
+        counts = sp.csr_matrix(np.expm1(X.toarray()).round().astype(np.int32))
+        ref = SkPCA(4, svd_solver="full").fit(counts.toarray().astype(float))
+        given_ = counts
+    model = bigdr.PCA(4).fit(given_)
+    assert model.svd_solver_ == "covariance"
+    check_equal(model, ref)
+    Y = model.transform(given_)
+    dense = ref.transform((X if kind != "counts" else counts).toarray().astype(float))
+    Y = Y.compute() if kind == "dask" else Y
+    assert isinstance(Y, np.ndarray) and Y.shape == (X.shape[0], 4)
+    np.testing.assert_allclose(Y * np.sign(Y[0]) * np.sign(dense[0]), dense, atol=1e-9)
+
+
+def test_sparse_blocks_are_never_densified(data, monkeypatch):
+    X, ref = data
+    p = X.shape[1]
+
+    def refuse(self, *args, **kwargs):  # the p x p Gram of a block may be made dense; rows may not
+        assert self.shape == (p, p), f"a {self.shape} block of rows was densified"
+        return original(self, *args, **kwargs)
+
+    original = sp.csr_matrix.toarray
+    for cls in (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix):
+        monkeypatch.setattr(cls, "toarray", refuse)
+    model = bigdr.PCA(4).fit(X)
+    model.transform(X)
+    Y, beyond = model.embed_with_drift(X)
+    da.compute(Y, beyond)
+    bigdr.PCA(4, svd_solver="randomized", n_iter=4, random_state=0).fit(X)
+
+
+def test_randomized_regime_equals_the_dense_one_and_reaches_the_exact_components(data):
+    X, ref = data
+    for n_iter in (4, 20):
+        model = bigdr.PCA(4, svd_solver="randomized", n_iter=n_iter, random_state=0).fit(X)
+        dense = bigdr.PCA(4, svd_solver="randomized", n_iter=n_iter, random_state=0).fit(X.toarray())
+        assert angles(model.components_, dense.components_) <= 1e-12  # implicit centring is exact
+    # the gap after 4 components is a ratio of 0.51: 20 power iterations reach the exact subspace
+    assert angles(model.components_, ref.components_) <= 1e-6
+    np.testing.assert_allclose(model.explained_variance_, ref.explained_variance_, rtol=1e-6)
+
+
+def test_partial_fit_over_sparse_batches_equals_fit(data):
+    X, ref = data
+    model = bigdr.PCA(4)
+    for start in range(0, X.shape[0], 700):
+        model.partial_fit(X[start : start + 700])
+    check_equal(model, ref)
+    assert model.n_samples_seen_ == X.shape[0]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.integers(1, 600), min_size=1, max_size=6))
+def test_result_does_not_depend_on_the_chunking(cuts):
+    X = cells(n=900, p=40, seed=3)
+    bounds = sorted({0, X.shape[0], *[c for c in cuts if c < X.shape[0]]})
+    chunks = tuple(b - a for a, b in zip(bounds, bounds[1:]))
+    Xd = da.from_array(X, chunks=(chunks, X.shape[1]), asarray=False)
+    a, b = bigdr.PCA(3).fit(Xd), bigdr.PCA(3).fit(X)
+    assert angles(a.components_, b.components_) <= 1e-10
+    np.testing.assert_allclose(a.explained_variance_, b.explained_variance_, rtol=1e-12)
+
+
+def test_files_on_disk_are_read_sparse(data, tmp_path):
+    anndata = pytest.importorskip("anndata")
+    X, ref = data
+    adata = anndata.AnnData(X=X, layers={"float32": X.astype(np.float32)})
+    adata.write_h5ad(tmp_path / "cells.h5ad")
+    adata.write_zarr(tmp_path / "cells.zarr")
+    write_sparse_zarr(X, tmp_path / "csr.zarr")
+    ref32 = SkPCA(4, svd_solver="full").fit(X.astype(np.float32).toarray().astype(np.float64))
+    for path, dataset, expected, tol in [
+        (tmp_path / "cells.h5ad", None, ref, 1e-10),
+        (tmp_path / "cells.zarr", None, ref, 1e-10),
+        (tmp_path / "csr.zarr", None, ref, 1e-10),
+        # float32 data: sums in float64, the components kept in float32 as the input
+        (tmp_path / "cells.h5ad", "layers/float32", ref32, 1e-6),
+        (tmp_path / "cells.zarr", "layers/float32", ref32, 1e-6),
+    ]:
+        assert is_sparse_input(str(path), dataset)
+        Xd = bigdr.PCA.read_input(str(path), dataset)
+        assert sp.issparse(Xd._meta)
+        model = bigdr.PCA(4).fit(Xd)
+        assert angles(model.components_, expected.components_) <= tol
+        np.testing.assert_allclose(model.explained_variance_, expected.explained_variance_, rtol=tol)
+
+
+def test_the_command_line_fits_pca_on_an_h5ad_file_sparse(data, tmp_path, capsys):
+    anndata = pytest.importorskip("anndata")
+    import zarr
+
+    from bigdr.cli import main
+
+    X, ref = data
+    anndata.AnnData(X=X).write_h5ad(tmp_path / "cells.h5ad")
+    out = tmp_path / "pcs.zarr"
+    assert main(["fit-transform", str(tmp_path / "cells.h5ad"), str(out), "-k", "4"]) == 0
+    Y = zarr.open(str(out), mode="r")[:]
+    dense = ref.transform(X.toarray())
+    np.testing.assert_allclose(np.abs(Y), np.abs(dense), atol=1e-8)
+
+
+def test_bad_sparse_input_gets_a_clear_error(data, tmp_path):
+    X, _ = data
+    bad = X.copy()
+    bad.data[5] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity among its stored values"):
+        bigdr.PCA(2).fit(bad)
+    with pytest.raises(ValueError, match="needs dense rows"):
+        bigdr.PCA(2, svd_solver="tsqr").fit(X)
+    with pytest.raises(ValueError, match="features"):
+        bigdr.PCA(2).fit(X).transform(X[:, :10])
+    # duplicate and unsorted entries mean their sum, as in scipy's canonical form
+    dup = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([2, 0, 2]), np.array([0, 3, 3])), shape=(2, 3))
+    block = as_sparse_array(dup, min_rows=1).compute()
+    np.testing.assert_array_equal(block.toarray(), [[2.0, 0.0, 4.0], [0.0, 0.0, 0.0]])
+    anndata = pytest.importorskip("anndata")
+    anndata.AnnData(X=X).write_zarr(tmp_path / "cells.zarr")
+    with pytest.raises(ValueError, match="no element 'layers/counts'"):
+        bigdr.PCA(2).fit(as_sparse_array(str(tmp_path / "cells.zarr"), dataset="layers/counts"))
