@@ -23,7 +23,7 @@ from .runtime.scheduler import use_scheduler
 if TYPE_CHECKING:  # so that type checkers and IDEs resolve bigdr.Isomap and friends
     # ruff: noqa: F401
     from .curves import DensityRidge, HastieStuetzleCurve, PrincipalCurve, PrincipalManifold
-    from .decomposition import PCA, FactorAnalysis, FastICA, KernelPCA
+    from .decomposition import PCA, FactorAnalysis, FastICA, KernelPCA, TruncatedSVD
     from .manifold import (
         ClassicalMDS,
         DiffusionMap,

@@ -27,7 +27,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from .blockwise.extension import Extension, extend_blockwise, score_blockwise
 from .core.drift import drift_report, with_history
 from .exceptions import NotFittedError
-from .io import as_array
+from .io import as_array, as_sparse_array, is_sparse_input
 from .io.model import write_model
 from .runtime.compute import compute
 from .runtime.memory import MemoryEstimate, Part, check_memory, streaming
@@ -73,6 +73,8 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     #: the data), "distortion" (pairwise distance ratios). The command line offers --scree,
     #: --biplot, --structure and --report from these, never from method names.
     _capabilities: frozenset[str] = frozenset({"spectrum"})
+    #: Whether scipy.sparse input is taken as it is (scikit-learn's ``input_tags.sparse``).
+    _accepts_sparse = False
     #: Command-line spellings of parameters whose own name would clash or mislead (param -> flag).
     _cli_flags: dict[str, str] = {}
 
@@ -88,6 +90,7 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = self._accepts_sparse
         tags.requires_fit = True
         if tags.transformer_tags is not None:
             tags.transformer_tags.preserves_dtype = list(self._preserves_dtype)
@@ -129,7 +132,10 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
 
     @classmethod
     def read_input(cls, path: str | os.PathLike, dataset: str | None = None) -> da.Array:
-        """The lazy input of a fit from a path (the command line's reader)."""
+        """The lazy input of a fit from a path (the command line's reader); sparse data stay sparse
+        for the estimators that take them (a CSR store, or the CSR ``X`` or layer of an AnnData file)."""
+        if cls._accepts_sparse and is_sparse_input(path, dataset):
+            return as_sparse_array(path, dataset=dataset)
         return as_array(path, dataset=dataset)
 
     def summary(self) -> dict[str, Any]:
@@ -286,7 +292,11 @@ class ExtensionEstimator(BigdrEstimator):
 
 
 def chunk_bytes_of(Xd: da.Array) -> int:
-    """Bytes of the largest block of ``Xd`` (in memory, as computed)."""
+    """Bytes of the largest block of ``Xd`` (in memory, as computed); a sparse block by its nonzeros."""
+    if hasattr(Xd._meta, "tocsr"):
+        from .io.sparse import SPARSE_CHUNK_NNZ, SPARSE_NNZ_BYTES
+
+        return SPARSE_CHUNK_NNZ * SPARSE_NNZ_BYTES
     rows = max(Xd.chunks[0]) if Xd.chunks[0] else 0
     cols = max(Xd.chunks[1]) if Xd.ndim > 1 and Xd.chunks[1] else 1
     return int(rows * cols * Xd.dtype.itemsize)

@@ -129,11 +129,7 @@ def projection_input(X: Any, name: str = "X", min_rows: int = 2) -> da.Array:
 class _RandomProjection(BigdrEstimator):
     _preserves_dtype = ("float64", "float32")
     _capabilities = frozenset({"distortion"})  # no spectrum: a random matrix has none worth drawing
-
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # scipy.sparse input stays sparse
-        return tags
+    _accepts_sparse = True  # scipy.sparse input stays sparse
 
     def _density(self, p: int) -> float | None:
         return None

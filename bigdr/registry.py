@@ -51,6 +51,11 @@ METHODS: dict[str, Method] = {
             "maximum-likelihood factor analysis in one pass",
         ),
         Method("ica", "decomposition.ica:FastICA", "FastICA: one pass to whiten, one pass per iteration"),
+        Method(
+            "truncated-svd",
+            "decomposition.truncated_svd:TruncatedSVD",
+            "truncated SVD / latent semantic analysis, not centred: sparse data stay sparse",
+        ),
         Method("classical-mds", "manifold.mds:ClassicalMDS", "classical MDS (PCA for euclidean features)"),
         Method("landmark-mds", "manifold.mds:LandmarkMDS", "landmark MDS and triangulation"),
         Method("isomap", "manifold.isomap:Isomap", "Isomap: exact, landmarks, or a sampled graph"),

@@ -76,3 +76,13 @@ def test_scanpy_bundled_data_round_trip(tmp_path):
     back = anndata.read_zarr(store)
     assert back.obsm["X_bigdr_diffmap"].shape == (adata.n_obs, 5)
     np.testing.assert_array_equal(back.obsm["X_pca"], adata.obsm["X_pca"])
+
+
+def test_info_describes_h5ad_files_and_anndata_stores(cells, capsys):
+    store, h5ad, adata = cells
+    for path in (store, h5ad):
+        assert main(["info", path]) == 0
+        out = capsys.readouterr().out
+        assert f"{path}: AnnData" in out and "400 cells" in out
+        assert "X: csr_matrix 400 x 30, float32" in out and "nonzeros (20.00%)" in out
+        assert "layers/dense: dense 400 x 30, float32" in out and "obsm/X_pca: dense 400 x 5, float64" in out

@@ -178,3 +178,15 @@ def test_bad_sparse_input_gets_a_clear_error(data, tmp_path):
     anndata.AnnData(X=X).write_zarr(tmp_path / "cells.zarr")
     with pytest.raises(ValueError, match="no element 'layers/counts'"):
         bigdr.PCA(2).fit(as_sparse_array(str(tmp_path / "cells.zarr"), dataset="layers/counts"))
+
+
+def test_equals_scanpy_pca_on_the_same_cells(data):
+    sc = pytest.importorskip("scanpy")
+    anndata = pytest.importorskip("anndata")
+    X, _ = data
+    adata = anndata.AnnData(X=X.copy())
+    sc.pp.pca(adata, n_comps=4, svd_solver="arpack", zero_center=True)  # implicit centring, in memory
+    model = bigdr.PCA(4).fit(X)
+    assert angles(model.components_, adata.varm["PCs"].T) <= 1e-8
+    np.testing.assert_allclose(model.explained_variance_, adata.uns["pca"]["variance"], rtol=1e-8)
+    np.testing.assert_allclose(model.explained_variance_ratio_, adata.uns["pca"]["variance_ratio"], rtol=1e-8)

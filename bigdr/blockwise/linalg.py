@@ -28,6 +28,7 @@ def randomized_scatter_eig(
     n_oversamples: int = 10,
     n_iter: int = 4,
     random_state: Any = None,
+    tol: float | None = None,
 ) -> Eigenpairs:
     """Top eigenpairs of the scatter of ``X - mean`` by randomized subspace iteration.
 
@@ -37,6 +38,9 @@ def randomized_scatter_eig(
     ``X``, which may be chunked along both axes. The test matrix is drawn
     from ``random_state`` in the driver, so the result does not depend on
     chunking or scheduler. Eigenvalues are clipped at 0; vectors are (p, k).
+    With ``tol``, iteration goes on past ``n_iter`` until the residuals of the
+    ``n_components`` pairs are below it (``residual`` reports the largest).
+    A sparse ``X`` is centred implicitly and never densified.
     """
     n, p = X.shape
     width = int(min(n_components + n_oversamples, p, n))
@@ -53,8 +57,9 @@ def randomized_scatter_eig(
             Zd = da.from_array(Z, chunks=(X.chunks[1], Z.shape[1]))
             return np.asarray(compute(Xc.T @ (Xc @ Zd))[0], dtype=np.float64)
 
-    eig = randomized_eigh(apply, p, width, n_iter, random_state)
-    return Eigenpairs(np.clip(eig.values[:n_components], 0, None), eig.vectors[:, :n_components], 0.0, False)
+    eig = randomized_eigh(apply, p, width, n_iter, random_state, tol=tol, n_check=n_components)
+    values, vectors = np.clip(eig.values[:n_components], 0, None), eig.vectors[:, :n_components]
+    return Eigenpairs(values, vectors, 0.0, False, eig.residual)
 
 
 def _centred_normal_block(block: Any, Z: np.ndarray, mean: np.ndarray) -> np.ndarray:

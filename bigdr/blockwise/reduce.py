@@ -77,3 +77,15 @@ def tree_reduce(
         level = [combine(*level[i : i + split_every]) for i in range(0, len(level), split_every)]
         if len(level) == 1:
             return level[0]
+
+
+def column_statistics(X: da.Array) -> Any:
+    """A ``Delayed`` of the count, column means and column scatter (the diagonal) of ``X``, in one pass.
+
+    Dense blocks are shifted first (:func:`bigdr.core.stats.column_moments`); sparse
+    ones stay sparse (:func:`bigdr.core.stats.sparse_column_moments`).
+    """
+    from ..core.stats import column_moments, merge_moments, sparse_column_moments
+
+    kernel = sparse_column_moments if hasattr(X._meta, "tocsr") else column_moments
+    return tree_reduce(X, kernel, merge_moments, with_offset=True)

@@ -26,6 +26,16 @@ def _describe_array(name: str, a) -> str:
 def cmd_info(args) -> int:
     path = args.path
     lower = path.lower()
+    from ..io.anndata import describe_anndata, is_anndata
+
+    if is_anndata(path):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No such AnnData file: {path!r}")
+        lines = describe_anndata(path)
+        print(f"{path}: {lines[0]}")
+        for line in lines[1:]:
+            print(f"  {line}")
+        return 0
     if lower.endswith(".npy"):
         import numpy as np
 

@@ -10,7 +10,6 @@ top eigenvectors of the sample covariance ``C = Xc^T Xc / (n - 1)``
 from __future__ import annotations
 
 import numbers
-import os
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -22,32 +21,28 @@ from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features
 from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
 from ..blockwise.linalg import components_from_samples, randomized_scatter_eig, samples_gram_eig
-from ..blockwise.reduce import tree_reduce
+from ..blockwise.reduce import column_statistics, tree_reduce
 from ..core.drift import chi2_threshold, residual_threshold
 from ..core.eigen import Eigenpairs, qr_eigh, scatter_eigh
 from ..core.spectrum import bulk_misfit, n_components_for_fraction, n_components_mp, n_components_whitened
 from ..core.stats import (
     Moments,
     QRState,
-    column_moments,
     merge_moments,
     merge_qr,
     qr_block,
     scatter_moments,
-    sparse_column_moments,
     sparse_scatter_moments,
 )
 from ..exceptions import RankSelectionWarning
 from ..io import as_array, as_sparse_array, is_sparse_input, with_finite_check
-from ..io.sparse import SPARSE_CHUNK_NNZ
 from ..runtime.compute import compute
 from ..runtime.memory import Part, streaming
 
 SOLVERS = ("auto", "covariance", "tsqr", "samples", "randomized")
 #: The solvers that work on sparse rows without densifying them (implicit centring).
 SPARSE_SOLVERS = ("covariance", "randomized")
-#: Bytes a CSR row block holds per nonzero (value, column index, and the product's scratch).
-SPARSE_NNZ_BYTES = 24
+
 RANK_RULES = ("mp", "mp-whitened")
 RULE_ATTRIBUTES = ("mp_noise_variance_", "mp_edge_", "feature_noise_variance_", "whitened_edge_", "whitened_spectrum_")
 
@@ -227,11 +222,7 @@ class PCA(BigdrEstimator):
     """
 
     _capabilities = frozenset({"spectrum", "loadings"})
-
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # centred implicitly, never densified
-        return tags
+    _accepts_sparse = True  # centred implicitly, never densified
 
     _preserves_dtype = ("float64", "float32")
 
@@ -334,7 +325,7 @@ class PCA(BigdrEstimator):
             (state,) = compute(tree_reduce(Xd, block_fn, merge, with_offset=True))
             self._store_state(solver, state, Xd.dtype)
         elif solver == "samples":
-            (col,) = compute(tree_reduce(Xd, column_moments, merge_moments, with_offset=True))
+            (col,) = compute(column_statistics(Xd))
             gram = samples_gram_eig(Xd, col.mean)
             m = min(n, p)
             evals = gram.values[:m]
@@ -351,8 +342,7 @@ class PCA(BigdrEstimator):
         sparse = _is_sparse(Xd)
         solver = self._choose_solver(n, p, sparse)
         # A read block, its centred copy for transform and the output in flight per thread.
-        block = SPARSE_CHUNK_NNZ * SPARSE_NNZ_BYTES if sparse else chunk_bytes_of(Xd)
-        parts = {"stream": streaming(block, STREAM_COPIES)}
+        parts = {"stream": streaming(chunk_bytes_of(Xd), STREAM_COPIES)}
         if solver in ("covariance", "samples", "randomized"):
             parts["states"] = Part(MERGE_STATES * p * p * 8, "scatter matrices being merged", "")
         if solver == "tsqr":
@@ -373,8 +363,7 @@ class PCA(BigdrEstimator):
                 f"leading components, so the full spectrum that a fraction or 'mp' needs is not available. "
                 f"Use svd_solver='covariance' (p <= ~20000) or give an int."
             )
-        columns = sparse_column_moments if _is_sparse(Xd) else column_moments
-        (col,) = compute(tree_reduce(Xd, columns, merge_moments, with_offset=True))
+        (col,) = compute(column_statistics(Xd))
         self.n_components_rule_ = int(k)
         eig = randomized_scatter_eig(Xd, col.mean, k, self.n_oversamples, self.n_iter, self.seed_)
         self._set_fitted(eig.values, eig.vectors, n, col.mean, col.scatter.sum(), Xd.dtype, k)
@@ -505,13 +494,6 @@ class PCA(BigdrEstimator):
         self.noise_variance_ = float(max(noise, 0.0))
 
     # -- using the model ------------------------------------------------------
-    @classmethod
-    def read_input(cls, path: str | os.PathLike, dataset: str | None = None) -> da.Array:
-        """The lazy input of a fit from a path: a CSR store or AnnData CSR element stays sparse."""
-        if is_sparse_input(path, dataset):
-            return as_sparse_array(path, dataset=dataset)
-        return as_array(path, dataset=dataset)
-
     def _check_input(self, X: Any, name: str, width: int) -> da.Array:
         Xd = as_sparse_array(X, name=name, min_rows=1) if is_sparse_input(X) else as_array(X, name=name, min_rows=1)
         check_n_features(Xd.shape[1], width, "PCA", name)

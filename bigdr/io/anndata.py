@@ -154,3 +154,37 @@ def n_obs(store: str) -> int:
     obs = root["obs"]
     index = obs.attrs.get("_index", "_index")
     return int(obs[index].shape[0])
+
+
+def _describe_element(node: Any) -> str:
+    """One line for a matrix element: encoding, shape, dtype, and the nonzeros of a sparse one."""
+    kind = str(node.attrs.get("encoding-type", "array"))
+    if kind in ("csr_matrix", "csc_matrix"):
+        shape = tuple(int(v) for v in node.attrs["shape"])
+        nnz = int(node["data"].shape[0])
+        density = nnz / max(1, shape[0] * shape[1])
+        return f"{kind} {shape[0]} x {shape[1]}, {node['data'].dtype}, {nnz:,} nonzeros ({100 * density:.2f}%)"
+    if hasattr(node, "shape") and hasattr(node, "dtype"):
+        dims = " x ".join(str(int(v)) for v in node.shape)
+        return f"dense {dims}, {node.dtype}"
+    return kind
+
+
+def describe_anndata(path: str) -> list[str]:
+    """What an AnnData file or store holds, a line per element: ``X``, ``layers``, ``obsm``, ``varm``,
+    ``obsp``, and the keys of ``uns`` (read from the metadata; no matrix is loaded)."""
+    root = _root(path)
+    kind = "h5ad file" if path.lower().rstrip("/").endswith(".h5ad") else "zarr store"
+    lines = [f"AnnData {kind}, {n_obs(path):,} cells (obs)"]
+    if "X" in root:
+        lines.append(f"X: {_describe_element(root['X'])}")
+    for group in ("layers", "obsm", "varm", "obsp", "varp"):
+        if group in root:
+            for name in sorted(root[group].keys()):
+                lines.append(f"{group}/{name}: {_describe_element(root[group][name])}")
+    uns = sorted(root["uns"].keys()) if "uns" in root else []
+    if uns:
+        lines.append(f"uns: {', '.join(uns)}")
+    if "raw" in root:
+        lines.append("raw: " + (_describe_element(root["raw"]["X"]) if "X" in root["raw"] else "present"))
+    return lines

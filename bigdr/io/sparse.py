@@ -120,6 +120,8 @@ def open_sparse_zarr(path: str, chunk_nnz: int = 8_000_000):
 
 #: Nonzeros per row block of a sparse input: about 100 MB of data and indices, the size of a dense block.
 SPARSE_CHUNK_NNZ = 8_000_000
+#: Bytes a CSR row block holds per nonzero in memory (value, column index, and a product's scratch).
+SPARSE_NNZ_BYTES = 24
 
 
 def is_sparse_input(X: Any, dataset: str | None = None) -> bool:
