@@ -28,6 +28,7 @@ from .blockwise.extension import Extension, extend_blockwise, score_blockwise
 from .core.drift import drift_report, with_history
 from .exceptions import NotFittedError
 from .io import as_array, as_sparse_array, is_sparse_input
+from .io.anndata import is_anndata_object
 from .io.model import write_model
 from .runtime.compute import compute
 from .runtime.memory import MemoryEstimate, Part, check_memory, streaming
@@ -314,4 +315,6 @@ def wants_numpy(X: Any) -> bool:
         return False
     if type(X).__module__.startswith("scipy.sparse"):  # an in-memory sparse matrix
         return True
+    if is_anndata_object(X):  # in memory: numpy out, as for its X; backed: lazy, as for its file
+        return not getattr(X, "isbacked", False)
     return isinstance(X, (np.ndarray, list, tuple)) or hasattr(X, "__array__") and not hasattr(X, "chunks")

@@ -12,6 +12,8 @@ import pytest
 import zarr
 
 from bigdr.cli import main
+from bigdr.cli.args import parse_value
+from bigdr.registry import METHODS, parameters
 
 
 @pytest.fixture(scope="module")
@@ -138,11 +140,9 @@ def test_help_of_one_method_lists_its_parameters_with_defaults(capsys):
     assert "--variant" not in text  # lle's, not isomap's
 
 
-@pytest.mark.parametrize("method", sorted(__import__("bigdr.registry").registry.METHODS))
+@pytest.mark.parametrize("method", sorted(METHODS))
 def test_every_parameter_is_an_option_with_its_default(method, capsys, monkeypatch):
     # The options are generated from the estimator: its signature and numpydoc Parameters section.
-    from bigdr.cli.args import parse_value
-    from bigdr.registry import METHODS, parameters
 
     monkeypatch.setenv("COLUMNS", "2000")  # argparse wraps at the terminal's width
     with pytest.raises(SystemExit):

@@ -190,3 +190,24 @@ def test_equals_scanpy_pca_on_the_same_cells(data):
     assert angles(model.components_, adata.varm["PCs"].T) <= 1e-8
     np.testing.assert_allclose(model.explained_variance_, adata.uns["pca"]["variance"], rtol=1e-8)
     np.testing.assert_allclose(model.explained_variance_ratio_, adata.uns["pca"]["variance_ratio"], rtol=1e-8)
+
+
+def test_an_anndata_object_is_read_as_its_matrix(data, tmp_path):
+    anndata = pytest.importorskip("anndata")
+    X, ref = data
+    adata = anndata.AnnData(X=X, layers={"dense": X.toarray()})
+    by_matrix = bigdr.PCA(4).fit_transform(X)
+    Y = bigdr.PCA(4).fit_transform(adata)  # in memory: numpy out, the same numbers as its X
+    assert isinstance(Y, np.ndarray)
+    np.testing.assert_allclose(Y, by_matrix, atol=1e-12)
+    assert is_sparse_input(adata) and not is_sparse_input(adata, "layers/dense")
+    np.testing.assert_allclose(np.abs(bigdr.as_array(adata, dataset="layers/dense").compute()), X.toarray())
+    adata.write_h5ad(tmp_path / "cells.h5ad")
+    backed = anndata.read_h5ad(tmp_path / "cells.h5ad", backed="r")
+    lazy = bigdr.PCA(4).fit_transform(backed)  # backed: read lazily from its file, lazy out
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_allclose(lazy.compute(), by_matrix, atol=1e-10)
+    with pytest.raises(TypeError, match="Reduce it first with a method that takes sparse data"):
+        bigdr.Isomap().fit(adata)  # a method that needs dense rows says which route works
+    with pytest.raises(ValueError, match="no layers\\['counts'\\]"):
+        bigdr.PCA(2).fit(bigdr.as_array(adata, dataset="layers/counts"))

@@ -188,3 +188,35 @@ def describe_anndata(path: str) -> list[str]:
     if "raw" in root:
         lines.append("raw: " + (_describe_element(root["raw"]["X"]) if "X" in root["raw"] else "present"))
     return lines
+
+
+def is_anndata_object(X: Any) -> bool:
+    """Whether ``X`` is an ``anndata.AnnData`` object (in memory or backed)."""
+    return type(X).__name__ == "AnnData" and type(X).__module__.startswith("anndata")
+
+
+def anndata_matrix(adata: Any, element: str | None = None) -> Any:
+    """What an AnnData object's element is read from: its file when backed, else the matrix itself.
+
+    ``element``: ``X`` (default), ``layers/NAME`` or ``obsm/NAME``. A backed
+    object (``read_h5ad(..., backed="r")``) is read lazily from its file, as a
+    path would be; an object in memory gives its numpy array or scipy.sparse
+    matrix, used as it is (never through ``numpy.asarray`` of the AnnData, which
+    goes cell by cell).
+    """
+    element = element or "X"
+    if getattr(adata, "isbacked", False):
+        return str(adata.filename)
+    kind, _, name = element.partition("/")
+    if kind == "X" and not name:
+        matrix = adata.X
+    elif kind in ("layers", "obsm") and name:
+        mapping = getattr(adata, kind)
+        if name not in mapping:
+            raise ValueError(f"The AnnData object has no {kind}[{name!r}]; it has {sorted(mapping.keys())}.")
+        matrix = mapping[name]
+    else:
+        raise ValueError(f"Give X, layers/NAME or obsm/NAME of the AnnData object; got {element!r}.")
+    if matrix is None:
+        raise ValueError(f"The AnnData object's {element} is empty (None).")
+    return matrix

@@ -17,6 +17,7 @@ import dask.array as da
 import numpy as np
 
 from .._validation import check_block_finite
+from .anndata import anndata_matrix, is_anndata_object
 
 #: Target size of one dask chunk. Large enough that per-task overhead (about
 #: 1 ms) is noise beside the BLAS work, small enough that a few chunks per
@@ -228,6 +229,8 @@ def as_array(
     """
     chunk_bytes = chunk_budget(chunk_bytes)
     base = None
+    if is_anndata_object(X):  # its X (or dataset), or its file when backed
+        X, dataset = anndata_matrix(X, dataset), (dataset or "X") if getattr(X, "isbacked", False) else None
     if type(X).__module__.startswith("xarray") and hasattr(X, "dims"):
         X = X.data  # an xarray DataArray: its numpy or dask array (rows along the first dimension)
     # An array that already went through as_array keeps its check: passing it on
@@ -261,8 +264,9 @@ def as_array(
     else:
         if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
             raise TypeError(
-                f"{name} is a scipy.sparse matrix; this method needs dense input. "
-                f"Densify row blocks (dask.array.map_blocks(lambda b: b.toarray())) first."
+                f"{name} is a scipy.sparse matrix; this method needs dense rows. Reduce it first with a method "
+                f"that takes sparse data, e.g. bigdr.PCA(50).fit_transform(X) (or bigdr.TruncatedSVD for data "
+                f"that must not be centred), and embed that."
             )
         if not isinstance(X, np.ndarray):
             try:
