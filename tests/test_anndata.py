@@ -86,3 +86,19 @@ def test_info_describes_h5ad_files_and_anndata_stores(cells, capsys):
         assert f"{path}: AnnData" in out and "400 cells" in out
         assert "X: csr_matrix 400 x 30, float32" in out and "nonzeros (20.00%)" in out
         assert "layers/dense: dense 400 x 30, float32" in out and "obsm/X_pca: dense 400 x 5, float64" in out
+
+
+def test_command_line_reads_a_layer_by_name(cells, tmp_path, capsys):
+    import zarr
+
+    store, h5ad, adata = cells
+    for path in (store, h5ad):
+        out = tmp_path / f"layer-{path.rsplit('.', 1)[1]}.zarr"
+        assert main(["fit-transform", path, str(out), "--layer", "dense", "-k", "3"]) == 0
+        expected = bigdr.PCA(3).fit_transform(adata.layers["dense"])
+        np.testing.assert_allclose(np.abs(zarr.open(str(out), mode="r")[:]), np.abs(expected), atol=1e-5)
+    capsys.readouterr()
+    assert main(["fit-transform", h5ad, str(tmp_path / "n.zarr"), "--layer", "counts"]) == 2
+    assert "no element 'layers/counts'" in capsys.readouterr().err
+    assert main(["fit-transform", h5ad, str(tmp_path / "n.zarr"), "--layer", "dense", "--dataset", "X"]) == 2
+    assert "not both" in capsys.readouterr().err and not (tmp_path / "n.zarr").exists()

@@ -164,6 +164,25 @@ def _floats(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
 
 
+def _layer(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--layer",
+        default=None,
+        metavar="NAME",
+        help="AnnData input: read layers/NAME instead of X (scanpy's word; the same as --dataset layers/NAME)",
+    )
+
+
+def dataset_of(args: argparse.Namespace) -> str | None:
+    """The element to read: ``--dataset``, or ``layers/NAME`` for ``--layer NAME`` (not both)."""
+    layer = getattr(args, "layer", None)
+    if layer is None:
+        return args.dataset
+    if args.dataset is not None:
+        raise ValueError("Give --layer NAME or --dataset, not both (--layer NAME is --dataset layers/NAME).")
+    return f"layers/{layer}"
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--scheduler",
@@ -197,6 +216,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _model_input(p: argparse.ArgumentParser) -> None:
     """Options of the commands that apply a saved model to rows (transform, update)."""
     p.add_argument("--dataset", default=None, help="array of a zarr group or HDF5 file to read")
+    _layer(p)
     p.add_argument(
         "--model-key-file", default=None, metavar="FILE", help="check the model's signature (update: and re-sign it)"
     )
@@ -289,7 +309,12 @@ def _add_fit_transform(sub: Any, argv: Sequence[str]) -> None:
         action="store_true",
         help=f"print and store the distortion of sampled pairs{_takers('distortion', argv)}",
     )
-    f.add_argument("--dataset", default=None, help="array inside a zarr group or HDF5 file")
+    f.add_argument(
+        "--dataset",
+        default=None,
+        help="array inside a zarr group or HDF5 file; of an AnnData file: X (default), layers/NAME or obsm/NAME",
+    )
+    _layer(f)
     f.add_argument("--save-model", default=None, metavar="PATH", help="also save the fitted model here")
     f.add_argument(
         "--model-key-file",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .._version import __version__
 from ..registry import METHODS, make_estimator, suggest, with_capability
-from .args import USER_ERRORS, CommandLineError, build_parser, cli_words, method_options, user_message
+from .args import USER_ERRORS, CommandLineError, build_parser, cli_words, dataset_of, method_options, user_message
 from .info import cmd_info, read_key
 
 
@@ -211,7 +211,7 @@ def _cmd_fit_transform(args) -> int:
         args.output,
         n_components=getattr(args, "n_components", _NOT_GIVEN),
         method=args.method,
-        dataset=args.dataset,
+        dataset=dataset_of(args),
         save_model=args.save_model,
         model_key=read_key(args.model_key_file),
         scree=args.scree,
@@ -276,7 +276,7 @@ def _cmd_transform(args) -> int:
         check_growable(args.output, inputs)
     else:
         check_output(args.output, "store", overwrite=args.overwrite, inputs=inputs)
-    X = model.read_input(args.input, args.dataset)
+    X = model.read_input(args.input, dataset_of(args))
     batch = batch_identity(X)
     if append:
         check_repeat(args.output, batch, args.allow_repeat)
@@ -314,7 +314,7 @@ def _cmd_update(args) -> int:
 
     if "hmac_sha256" in zarr.open(args.model, mode="r").attrs and key is None and args.policy == "refresh":
         raise ValueError("The model is signed; give --model-key-file to check it and sign the updated model.")
-    X = model.read_input(args.new_rows, args.dataset)
+    X = model.read_input(args.new_rows, dataset_of(args))
     batch = batch_identity(X)
     if args.embedding:
         check_repeat(args.embedding, batch, args.allow_repeat)
