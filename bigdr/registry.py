@@ -112,6 +112,11 @@ class Parameter:
     description: str  #: its description, as plain text
 
     @property
+    def option(self) -> str:
+        """The command line's name for it in the parsed arguments: ``--n-neighbors`` -> ``n_neighbors``."""
+        return self.flag[2:].replace("-", "_")
+
+    @property
     def summary(self) -> str:
         """The description's first sentence."""
         return first_sentence(self.description)
@@ -169,8 +174,19 @@ def first_sentence(text: str) -> str:
     return text
 
 
-def parameters(cls: type[BigdrEstimator]) -> list[Parameter]:
+#: parameters() by class: the command line reads them for every method when it builds its parser
+#: and again when it words a message.
+_PARAMETERS: dict[type, tuple[Parameter, ...]] = {}
+
+
+def parameters(cls: type[BigdrEstimator]) -> tuple[Parameter, ...]:
     """The parameters of ``cls`` in signature order, documented; a missing entry is an error."""
+    if cls not in _PARAMETERS:
+        _PARAMETERS[cls] = _read_parameters(cls)
+    return _PARAMETERS[cls]
+
+
+def _read_parameters(cls: type[BigdrEstimator]) -> tuple[Parameter, ...]:
     docs = parameter_docs(cls)
     flags = getattr(cls, "_cli_flags", {})
     out = []
@@ -182,7 +198,7 @@ def parameters(cls: type[BigdrEstimator]) -> list[Parameter]:
         kind, sentence = docs[p.name]
         flag = "--" + flags.get(p.name, p.name).replace("_", "-")
         out.append(Parameter(p.name, flag, p.default, kind, sentence))
-    return out
+    return tuple(out)
 
 
 def import_all() -> dict[str, type[BigdrEstimator]]:
@@ -223,12 +239,11 @@ def make_estimator(method: str, options: dict[str, Any]) -> BigdrEstimator:
     if method not in METHODS:
         raise ValueError(f"Unknown method {method!r}{suggest(method, METHODS)}; choose one of {', '.join(METHODS)}.")
     cls = METHODS[method].cls
-    by_flag = {p.flag[2:].replace("-", "_"): p for p in parameters(cls)}
+    by_flag = {p.option: p for p in parameters(cls)}
     params = {}
     for option, value in options.items():
         if option not in by_flag:
-            takers = [m.name for m in METHODS.values() if option in {p.flag[2:].replace("-", "_") for p in
-                                                                        parameters(m.cls)}]  # fmt: skip
+            takers = [m.name for m in METHODS.values() if option in {p.option for p in parameters(m.cls)}]
             flag = "--" + option.replace("_", "-")
             raise ValueError(f"{flag} applies to --method {', '.join(takers) or '(none)'}, not {method}.")
         p = by_flag[option]

@@ -82,7 +82,7 @@ def method_options() -> dict[str, list[tuple[str, Parameter]]]:
     for m in METHODS.values():
         for p in parameters(m.cls):
             if p.name != "n_components" and p.on_command_line:
-                options.setdefault(p.flag[2:].replace("-", "_"), []).append((m.name, p))
+                options.setdefault(p.option, []).append((m.name, p))
     return options
 
 

@@ -103,6 +103,8 @@ class TruncatedSVD(BigdrEstimator):
     _preserves_dtype = ("float64", "float32")
     _capabilities = frozenset({"spectrum"})  # a scree of the singular values; the biplot is PCA's and FA's
     _accepts_sparse = True
+    #: What partial_fit merges into, saved with the model: X^T X and the column moments.
+    _persist_private = ("_gram", "_col_mean", "_col_scatter")
 
     def __init__(
         self,
@@ -128,10 +130,13 @@ class TruncatedSVD(BigdrEstimator):
     def _input(X: Any, min_rows: int = 2) -> da.Array:
         return as_sparse_array(X, min_rows=min_rows) if is_sparse_input(X) else as_array(X, min_rows=min_rows)
 
-    def _check_params(self, n: int, p: int) -> None:
+    def _check_params(self, n: int | None, p: int) -> None:
+        """``n``: the rows of a fit (for ARPACK's limit); None for a batch of ``partial_fit``."""
         check_int(self.n_components, "n_components")
         check_choice(self.algorithm, "algorithm", ALGORITHMS)
-        if self.algorithm == "arpack" and self.n_components >= min(n, p):  # ARPACK's own limit, as scikit-learn
+        if (
+            self.algorithm == "arpack" and n is not None and self.n_components >= min(n, p)
+        ):  # ARPACK's own limit, as scikit-learn
             raise ValueError(f"n_components={self.n_components} must be below min(n_samples, n_features) = "
                              f"{min(n, p)} for algorithm='arpack'.")  # fmt: skip
         if self.n_components > p:
@@ -215,7 +220,7 @@ class TruncatedSVD(BigdrEstimator):
         p = Xd.shape[1]
         if hasattr(self, "n_features_in_"):
             check_n_features(p, self.n_features_in_, "TruncatedSVD")
-        self._check_params(max(Xd.shape[0], p + 1), p)
+        self._check_params(None, p)
         self._check_memory(Xd)
         gram, col = compute(
             tree_reduce(Xd, _gram_block, np.add, with_offset=True),
@@ -229,8 +234,6 @@ class TruncatedSVD(BigdrEstimator):
         eig = top_eigh(gram, int(self.n_components), self.seed_)
         self._set_fitted(np.clip(eig.values, 0, None), eig.vectors, col, Xd.dtype)
         return self
-
-    _persist_private = ("_gram", "_col_mean", "_col_scatter")
 
     def _columns(self) -> Any:
         from ..core.stats import Moments

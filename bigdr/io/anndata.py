@@ -195,6 +195,17 @@ def is_anndata_object(X: Any) -> bool:
     return type(X).__name__ == "AnnData" and type(X).__module__.startswith("anndata")
 
 
+def anndata_source(adata: Any, element: str | None = None) -> tuple[Any, str | None]:
+    """What an AnnData object's element is read from, and the element to read there.
+
+    ``(filename, element)`` for a backed object, ``(matrix, None)`` for one in memory
+    (:func:`anndata_matrix`).
+    """
+    if getattr(adata, "isbacked", False):
+        return str(adata.filename), element or "X"
+    return anndata_matrix(adata, element), None
+
+
 def anndata_matrix(adata: Any, element: str | None = None) -> Any:
     """What an AnnData object's element is read from: its file when backed, else the matrix itself.
 

@@ -17,7 +17,7 @@ import dask.array as da
 import numpy as np
 
 from .._validation import check_block_finite
-from .anndata import anndata_matrix, is_anndata_object
+from .anndata import anndata_source, is_anndata_object
 
 #: Target size of one dask chunk. Large enough that per-task overhead (about
 #: 1 ms) is noise beside the BLAS work, small enough that a few chunks per
@@ -230,7 +230,7 @@ def as_array(
     chunk_bytes = chunk_budget(chunk_bytes)
     base = None
     if is_anndata_object(X):  # its X (or dataset), or its file when backed
-        X, dataset = anndata_matrix(X, dataset), (dataset or "X") if getattr(X, "isbacked", False) else None
+        X, dataset = anndata_source(X, dataset)
     if type(X).__module__.startswith("xarray") and hasattr(X, "dims"):
         X = X.data  # an xarray DataArray: its numpy or dask array (rows along the first dimension)
     # An array that already went through as_array keeps its check: passing it on

@@ -133,10 +133,10 @@ def is_sparse_input(X: Any, dataset: str | None = None) -> bool:
     """
     import scipy.sparse as sp
 
-    from .anndata import anndata_matrix, is_anndata_object
+    from .anndata import anndata_source, is_anndata_object
 
     if is_anndata_object(X):
-        return is_sparse_input(anndata_matrix(X, dataset), dataset if getattr(X, "isbacked", False) else None)
+        return is_sparse_input(*anndata_source(X, dataset))
     if sp.issparse(X):
         return True
     if isinstance(X, da.Array):
@@ -206,10 +206,10 @@ def as_sparse_array(X: Any, name: str = "X", min_rows: int = 2, dataset: str | N
 
     import scipy.sparse as sp
 
-    from .anndata import anndata_matrix, is_anndata_object
+    from .anndata import anndata_source, is_anndata_object
 
     if is_anndata_object(X):  # its matrix, or its file when backed
-        X, dataset = anndata_matrix(X, dataset), (dataset or "X") if getattr(X, "isbacked", False) else None
+        X, dataset = anndata_source(X, dataset)
     if isinstance(X, (str, os.PathLike)):
         path = str(X)
         if is_sparse_zarr(path):
