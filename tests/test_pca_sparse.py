@@ -5,6 +5,7 @@ shapes bigdr reads, real files: AnnData ``.h5ad`` and zarr stores written by
 anndata, and bigdr's own CSR stores.
 """
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from sklearn.decomposition import PCA as SkPCA
 
 import bigdr
 from bigdr.io import as_sparse_array, is_sparse_input, write_sparse_zarr
+from bigdr.runtime.compute import progress
 
 
 def cells(n=2000, p=120, rank=4, seed=0):
@@ -98,6 +100,47 @@ def test_randomized_regime_equals_the_dense_one_and_reaches_the_exact_components
     # the gap after 4 components is a ratio of 0.51: 20 power iterations reach the exact subspace
     assert angles(model.components_, ref.components_) <= 1e-6
     np.testing.assert_allclose(model.explained_variance_, ref.explained_variance_, rtol=1e-6)
+
+
+def test_randomized_iterates_to_its_accuracy_target_and_reports_it(data):
+    X, ref = data
+    model = bigdr.PCA(4, svd_solver="randomized", n_iter=0, tol=1e-9, random_state=0).fit(X)
+    true = angles(model.components_, ref.components_)
+    assert model.n_iter_ > 1 and model.angle_ <= 1e-9  # went on past n_iter=0 until the target
+    assert true <= 2 * model.angle_ + 1e-12  # the Davis-Kahan estimate bounds the true angle
+    fixed = bigdr.PCA(4, svd_solver="randomized", n_iter=2, tol=0, random_state=0).fit(X)
+    assert fixed.n_iter_ == 3 and fixed.angle_ > 0  # tol=0: the passes asked for, the angle still reported
+    exact = bigdr.PCA(4, svd_solver="covariance").fit(X)
+    assert exact.n_iter_ == 1 and exact.angle_ == 0.0
+
+
+def test_randomized_warns_with_the_angle_on_a_flat_spectrum():
+    rng = np.random.default_rng(3)
+    X = sp.random(3000, 300, density=0.05, random_state=4, format="csr")
+    X.data = np.log1p(rng.poisson(3.0, X.nnz) + 1.0)  # no program: a flat spectrum, no gap after 20
+    with pytest.warns(bigdr.exceptions.ConvergenceWarning, match=r"after 6 passes .* within an estimated"):
+        model = bigdr.PCA(20, svd_solver="randomized", max_iter=5, random_state=0).fit(X)
+    assert model.angle_ > 1e-6 and model.n_iter_ == 6
+
+
+def test_auto_takes_the_exact_covariance_while_its_states_fit(data):
+    X, _ = data
+    assert bigdr.PCA(4).fit(X).svd_solver_ == "covariance"
+    with dask.config.set({"bigdr.memory-limit": "1MiB"}):  # 120 x 120 states no longer fit: randomized
+        assert bigdr.PCA(4)._choose_solver(2000, 120, sparse=True) == "randomized"
+        assert bigdr.PCA(4)._choose_solver(50_000, 120) == "randomized"
+    wide = bigdr.PCA(50).estimate_memory(da.zeros((100_000, 30_000), chunks=(2000, 30_000)))
+    assert "scatter" not in wide.describe()  # the randomized route forms no p x p matrix
+    assert wide.total < 4 * 2**30
+
+
+def test_progress_covers_the_eigendecomposition(data, capsys):
+    X, _ = data
+    with progress("lines"):
+        bigdr.PCA(4).fit(X)
+    err = capsys.readouterr().err
+    assert "eigendecomposition of the 120 x 120 covariance ..." in err
+    assert "eigendecomposition of the 120 x 120 covariance:" in err
 
 
 def test_partial_fit_over_sparse_batches_equals_fit(data):

@@ -29,6 +29,9 @@ def randomized_scatter_eig(
     n_iter: int = 4,
     random_state: Any = None,
     tol: float | None = None,
+    *,
+    max_iter: int = 50,
+    criterion: str = "residual",
 ) -> Eigenpairs:
     """Top eigenpairs of the scatter of ``X - mean`` by randomized subspace iteration.
 
@@ -38,8 +41,10 @@ def randomized_scatter_eig(
     ``X``, which may be chunked along both axes. The test matrix is drawn
     from ``random_state`` in the driver, so the result does not depend on
     chunking or scheduler. Eigenvalues are clipped at 0; vectors are (p, k).
-    With ``tol``, iteration goes on past ``n_iter`` until the residuals of the
-    ``n_components`` pairs are below it (``residual`` reports the largest).
+    With ``tol``, iteration goes on past ``n_iter`` (up to ``max_iter``)
+    until the ``n_components`` pairs meet it by ``criterion``: their largest
+    relative residual, or the estimated angle to the exact eigenvectors
+    (both reported, with the passes made).
     A sparse ``X`` is centred implicitly and never densified.
     """
     n, p = X.shape
@@ -57,9 +62,11 @@ def randomized_scatter_eig(
             Zd = da.from_array(Z, chunks=(X.chunks[1], Z.shape[1]))
             return np.asarray(compute(Xc.T @ (Xc @ Zd))[0], dtype=np.float64)
 
-    eig = randomized_eigh(apply, p, width, n_iter, random_state, tol=tol, n_check=n_components)
+    eig = randomized_eigh(
+        apply, p, width, n_iter, random_state, tol=tol, n_check=n_components, max_iter=max_iter, criterion=criterion
+    )
     values, vectors = np.clip(eig.values[:n_components], 0, None), eig.vectors[:, :n_components]
-    return Eigenpairs(values, vectors, 0.0, False, eig.residual)
+    return eig._replace(values=values, vectors=vectors, negative_mass=0.0)
 
 
 def _centred_normal_block(block: Any, Z: np.ndarray, mean: np.ndarray) -> np.ndarray:

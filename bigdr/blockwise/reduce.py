@@ -17,6 +17,18 @@ import numpy as np
 
 from ..core.stats import merge_all
 
+#: float64 states alive at once in :func:`tree_reduce` (fan-in 8, one merge per worker thread, the
+#: inputs held until the merge ends; calibrated by benchmarks/bench_memory.py).
+MERGE_STATES = 10
+
+
+def merged_bytes(rows: int, cols: int, sparse: bool = False) -> int:
+    """Peak bytes of the ``rows x cols`` float64 states of a tree reduction.
+
+    A sparse block's ``X^T X`` adds two: the sparse product and its dense copy.
+    """
+    return (MERGE_STATES + (2 if sparse else 0)) * rows * cols * 8
+
 
 def _unwrap(item: Any) -> Any:
     # States travel out of map_blocks inside a 1 x 1 object array.

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._validation import check_choice, check_int, check_n_features, check_real
 from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
-from ..blockwise.reduce import tree_reduce
+from ..blockwise.reduce import merged_bytes, tree_reduce
 from ..core.factor import ROTATIONS, fit_factors, posterior_map, precision, rotate, row_loglike
 from ..core.spectrum import white_noise_edge
 from ..core.stats import Moments, merge_moments, scatter_moments
@@ -29,7 +29,6 @@ from ..runtime.compute import compute
 from ..runtime.memory import Part, streaming
 
 #: Scatter matrices alive in the merge tree (as PCA's covariance solver).
-MERGE_STATES = 10
 #: The p x p state and its eigendecompositions: the widest data factor analysis takes.
 MAX_FEATURES = 4096
 
@@ -128,7 +127,7 @@ class FactorAnalysis(BigdrEstimator):
         p = Xd.shape[1]
         return {
             "stream": streaming(chunk_bytes_of(Xd), 2),
-            "states": Part(MERGE_STATES * p * p * 8, "scatter matrices being merged", ""),
+            "states": Part(merged_bytes(p, p), "scatter matrices being merged", ""),
         }
 
     def _read(self, X: Any) -> tuple[da.Array, Moments]:

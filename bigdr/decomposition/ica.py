@@ -22,7 +22,7 @@ import scipy.linalg
 from .._random import as_generator, resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
 from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
-from ..blockwise.reduce import tree_reduce
+from ..blockwise.reduce import merged_bytes, tree_reduce
 from ..blockwise.sampling import uniform_sample
 from ..core.ica import (
     FUNCTIONS,
@@ -44,7 +44,6 @@ from ..runtime.memory import Part, streaming
 ALGORITHMS = ("parallel", "deflation")
 WHITEN = ("unit-variance", "arbitrary-variance")
 #: Scatter matrices alive in the merge tree of the whitening pass.
-MERGE_STATES = 10
 
 
 class FastICA(BigdrEstimator):
@@ -159,7 +158,7 @@ class FastICA(BigdrEstimator):
         p = Xd.shape[1]
         parts = {
             "stream": streaming(chunk_bytes_of(Xd), 3),
-            "states": Part(MERGE_STATES * p * p * 8, "scatter matrices being merged", ""),
+            "states": Part(merged_bytes(p, p), "scatter matrices being merged", ""),
         }
         if self.sample_size is not None:
             parts["sample"] = Part(3 * int(self.sample_size) * p * 8, "the sample and its whitened copy", "sample_size")

@@ -18,10 +18,10 @@ import dask.array as da
 import numpy as np
 
 from .._random import resolve_seed
-from .._validation import check_choice, check_int, check_n_features
+from .._validation import check_choice, check_int, check_n_features, check_real
 from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
 from ..blockwise.linalg import components_from_samples, randomized_scatter_eig, samples_gram_eig
-from ..blockwise.reduce import column_statistics, tree_reduce
+from ..blockwise.reduce import column_statistics, merged_bytes, tree_reduce
 from ..core.drift import chi2_threshold, residual_threshold
 from ..core.eigen import Eigenpairs, qr_eigh, scatter_eigh
 from ..core.spectrum import bulk_misfit, n_components_for_fraction, n_components_mp, n_components_whitened
@@ -34,10 +34,10 @@ from ..core.stats import (
     scatter_moments,
     sparse_scatter_moments,
 )
-from ..exceptions import RankSelectionWarning
+from ..exceptions import ConvergenceWarning, RankSelectionWarning
 from ..io import as_array, as_sparse_array, is_sparse_input, with_finite_check
-from ..runtime.compute import compute
-from ..runtime.memory import Part, streaming
+from ..runtime.compute import compute, step
+from ..runtime.memory import OVERHEAD, Part, memory_limit, streaming
 
 SOLVERS = ("auto", "covariance", "tsqr", "samples", "randomized")
 #: The solvers that work on sparse rows without densifying them (implicit centring).
@@ -46,15 +46,17 @@ SPARSE_SOLVERS = ("covariance", "randomized")
 RANK_RULES = ("mp", "mp-whitened")
 RULE_ATTRIBUTES = ("mp_noise_variance_", "mp_edge_", "feature_noise_variance_", "whitened_edge_", "whitened_spectrum_")
 
-#: ``auto`` uses the one-pass covariance merge while the p x p state is at
-#: most 128 MiB (float64).
-MAX_COVARIANCE_FEATURES = 4096
+#: ``auto`` uses the exact one-pass covariance merge up to this width, when
+#: its p x p states fit the memory limit (:mod:`bigdr.runtime.memory`); wider
+#: data, or p x p states that do not fit, go to the randomized solver with its
+#: accuracy target. (At 20,000 features the eigendecomposition alone takes
+#: about 30 s on one core and a state is 3.2 GB.)
+MAX_COVARIANCE_FEATURES = 20_000
 #: ``auto`` uses the n x n Gram route when n < p and the n x n matrix is at
 #: most about 3 GiB.
 #: Memory model (calibrated by benchmarks/bench_memory.py): row blocks held per
 #: worker thread in a pass, and scatter matrices alive in the merge tree.
 STREAM_COPIES = 2
-MERGE_STATES = 10
 MAX_SAMPLES_GRAM = 20_000
 
 
@@ -140,13 +142,29 @@ class PCA(BigdrEstimator):
         slower.
         ``"samples"``: the n x n Gram route for n < p (three passes).
         ``"randomized"``: randomized subspace iteration with implicit
-        centring for wide data (``n_iter + 2`` passes; int ``n_components``).
-        ``"auto"``: ``samples`` if n < p and n <= 20000, else ``covariance`` if
-        p <= 4096, else ``randomized``.
+        centring for wide data (int ``n_components``): at least ``n_iter``
+        passes, and more until the accuracy ``tol`` is reached.
+        ``"auto"``: ``samples`` if n < p and n <= 20000; else ``covariance``
+        (exact) if p <= 20000 and its p x p states (about ``10 p^2 x 8``
+        bytes) fit the memory limit; else ``randomized``.
     whiten : bool
         Scale the embedding to unit variance per component.
     n_oversamples, n_iter : int
-        Extra random directions and power iterations of the randomized solver.
+        Extra random directions, and the least number of power iterations
+        (passes over the data) of the randomized solver.
+    tol : float
+        Accuracy target of the randomized solver: iteration goes on past
+        ``n_iter`` until the estimated largest principal angle (radians)
+        between the components found and the exact ones is at most ``tol``,
+        or ``max_iter`` passes are spent; then a ``ConvergenceWarning`` gives
+        the angle reached. The estimate is the Davis-Kahan bound ``|R|_2 /
+        (lambda_k - lambda_{k+1})`` from the residuals ``R`` that each pass
+        yields for free (``angle_`` after the fit). A flat spectrum, with no
+        gap after component ``k``, has no well-defined top-``k`` subspace: use
+        ``svd_solver="covariance"`` or a ``k`` where the spectrum has a gap.
+        0: exactly ``n_iter`` passes, no target (the angle is still reported).
+    max_iter : int
+        Most power iterations of the randomized solver.
     random_state : int, numpy Generator or None
         Seed of the randomized solver's test matrix; the seed used is kept in
         ``seed_``.
@@ -178,6 +196,14 @@ class PCA(BigdrEstimator):
         the randomized solver), for scree plots.
     svd_solver_ : str
         The solver used.
+    n_iter_ : int
+        Passes over the data made by the solver after the column
+        statistics: 1 for ``covariance`` and ``tsqr``, 2 for ``samples``, and
+        for ``randomized`` one plus the power iterations made.
+    angle_ : float
+        Estimated largest principal angle (radians) between the components
+        and the exact ones: 0 for the exact solvers, the Davis-Kahan estimate
+        for the randomized one (see ``tol``).
     seed_ : int
         The seed used.
 
@@ -221,6 +247,8 @@ class PCA(BigdrEstimator):
     True
     """
 
+    n_iter_: int
+    angle_: float
     _capabilities = frozenset({"spectrum", "loadings"})
     _accepts_sparse = True  # centred implicitly, never densified
 
@@ -239,6 +267,8 @@ class PCA(BigdrEstimator):
         whiten: bool = False,
         n_oversamples: int = 10,
         n_iter: int = 4,
+        tol: float = 1e-6,
+        max_iter: int = 30,
         random_state: int | None = None,
     ) -> None:
         self.n_components = n_components
@@ -246,6 +276,8 @@ class PCA(BigdrEstimator):
         self.whiten = whiten
         self.n_oversamples = n_oversamples
         self.n_iter = n_iter
+        self.tol = tol
+        self.max_iter = max_iter
         self.random_state = random_state
 
     # -- validation ---------------------------------------------------------
@@ -270,6 +302,8 @@ class PCA(BigdrEstimator):
             raise ValueError(f"n_components={k} as a fraction of explained variance must lie strictly between 0 and 1.")
         check_int(self.n_oversamples, "n_oversamples", low=0)
         check_int(self.n_iter, "n_iter", low=0)
+        check_int(self.max_iter, "max_iter", low=0)
+        check_real(self.tol, "tol", low=0.0)
         if not isinstance(self.whiten, (bool, np.bool_)):
             raise TypeError(f"whiten must be True or False; got {self.whiten!r}.")
 
@@ -282,7 +316,8 @@ class PCA(BigdrEstimator):
                 )
             if self.svd_solver != "auto":
                 return self.svd_solver
-            return "covariance" if p <= MAX_COVARIANCE_FEATURES or self.n_components == "mp-whitened" else "randomized"
+            exact = self._covariance_fits(p, sparse) or self.n_components == "mp-whitened"
+            return "covariance" if exact else "randomized"
         if self.svd_solver != "auto":
             return self.svd_solver
         if self.n_components == "mp-whitened":  # needs the p x p covariance, whatever n is
@@ -294,9 +329,16 @@ class PCA(BigdrEstimator):
             return "covariance"
         if n < p and n <= MAX_SAMPLES_GRAM:
             return "samples"
-        if p <= MAX_COVARIANCE_FEATURES:
+        if self._covariance_fits(p, sparse):
             return "covariance"
         return "randomized"
+
+    def _covariance_fits(self, p: int, sparse: bool) -> bool:
+        """Whether ``auto`` takes the exact covariance route: p <= 20000 and its p x p states within the limit."""
+        if p > MAX_COVARIANCE_FEATURES:
+            return False
+        limit, _ = memory_limit()
+        return limit is None or merged_bytes(p, p, sparse) + OVERHEAD <= limit
 
     # -- fitting ------------------------------------------------------------
     def fit(self, X: Any, y: Any = None) -> PCA:
@@ -343,15 +385,15 @@ class PCA(BigdrEstimator):
         solver = self._choose_solver(n, p, sparse)
         # A read block, its centred copy for transform and the output in flight per thread.
         parts = {"stream": streaming(chunk_bytes_of(Xd), STREAM_COPIES)}
-        if solver in ("covariance", "samples", "randomized"):
-            parts["states"] = Part(MERGE_STATES * p * p * 8, "scatter matrices being merged", "")
+        if solver in ("covariance", "samples"):
+            parts["states"] = Part(merged_bytes(p, p, sparse), "scatter matrices being merged", "svd_solver")
         if solver == "tsqr":
-            parts["states"] = Part(MERGE_STATES * p * p * 8 + 2 * chunk_bytes_of(Xd), "R factors and QR scratch", "")
+            parts["states"] = Part(merged_bytes(p, p) + 2 * chunk_bytes_of(Xd), "R factors and QR scratch", "")
         if solver == "samples":
             parts["gram"] = Part(3 * n * n * 8, "the n x n Gram matrix and its eigensolver", "svd_solver", "gram")
-        if solver == "randomized":
+        if solver == "randomized":  # no p x p matrix: the p x (k + oversamples) products merged over row blocks
             width = int(self.n_components if isinstance(self.n_components, numbers.Integral) else 0)
-            parts["sketch"] = Part(4 * p * (width + self.n_oversamples) * 8, "randomized sketches", "n_components")
+            parts["sketch"] = Part(merged_bytes(p, width + self.n_oversamples), "randomized sketches", "n_components")
         return parts
 
     def _fit_randomized(self, Xd: da.Array) -> None:
@@ -365,8 +407,24 @@ class PCA(BigdrEstimator):
             )
         (col,) = compute(column_statistics(Xd))
         self.n_components_rule_ = int(k)
-        eig = randomized_scatter_eig(Xd, col.mean, k, self.n_oversamples, self.n_iter, self.seed_)
+        tol = float(self.tol) or None
+        eig = randomized_scatter_eig(
+            Xd, col.mean, k, self.n_oversamples, self.n_iter, self.seed_,
+            tol=tol, max_iter=max(self.max_iter, self.n_iter), criterion="angle",
+        )  # fmt: skip
         self._set_fitted(eig.values, eig.vectors, n, col.mean, col.scatter.sum(), Xd.dtype, k)
+        self.n_iter_ = int(eig.n_iter) + 1
+        self.angle_ = float(np.arcsin(min(eig.angle, 1.0)))
+        if tol is not None and self.angle_ > tol:
+            warnings.warn(
+                f"PCA(svd_solver='randomized'): after {self.n_iter_} passes the {k} components are "
+                f"within an estimated {self.angle_:.2g} rad of the exact ones, above tol={self.tol:g}: the "
+                f"spectrum has little gap after component {k}, so the top-{k} subspace converges slowly. Use "
+                f"svd_solver='covariance' (exact; p x p memory), raise max_iter or n_oversamples, or choose "
+                f"n_components where the spectrum has a gap.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
 
     def partial_fit(self, X: Any, y: Any = None) -> PCA:
         """Merge the batch ``X`` into the model (covariance or tsqr state; exact)."""
@@ -418,7 +476,8 @@ class PCA(BigdrEstimator):
         self.n_features_in_ = int(p)
         if n < 2:
             return  # partial_fit: components exist once two rows have been seen
-        eig: Eigenpairs = _MERGEABLE[kind][2](state)
+        with step(f"eigendecomposition of the {p:,} x {p:,} covariance"):
+            eig: Eigenpairs = _MERGEABLE[kind][2](state)
         m = min(n, p)
         evals = eig.values[:m]
         scatter = state.scatter if isinstance(state, Moments) else state.R.T @ state.R
@@ -476,6 +535,8 @@ class PCA(BigdrEstimator):
         p = mean.shape[0]
         m = min(n, p)
         self.n_components_ = int(k)
+        self.n_iter_ = 2 if self.svd_solver_ == "samples" else 1  # the randomized solver sets its own
+        self.angle_ = 0.0
         self.n_samples_seen_ = int(n)
         self.n_features_in_ = int(p)
         self.mean_ = mean.astype(dtype)

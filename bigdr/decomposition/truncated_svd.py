@@ -18,12 +18,12 @@ from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
 from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
 from ..blockwise.linalg import randomized_scatter_eig
-from ..blockwise.reduce import column_statistics, tree_reduce
+from ..blockwise.reduce import column_statistics, merged_bytes, tree_reduce
 from ..core.eigen import flip_signs, top_eigh
 from ..core.stats import merge_moments
 from ..exceptions import ConvergenceWarning
 from ..io import as_array, as_sparse_array, is_sparse_input
-from ..runtime.compute import compute
+from ..runtime.compute import compute, step
 from ..runtime.memory import Part, streaming
 
 ALGORITHMS = ("randomized", "covariance", "arpack")
@@ -150,10 +150,11 @@ class TruncatedSVD(BigdrEstimator):
         p = Xd.shape[1]
         parts = {"stream": streaming(chunk_bytes_of(Xd), 2)}
         if self.algorithm == "covariance" or hasattr(self, "_gram"):
-            parts["gram"] = Part(10 * p * p * 8, "p x p Gram matrices being merged", "algorithm")
+            gram = merged_bytes(p, p, hasattr(Xd._meta, "tocsr"))
+            parts["gram"] = Part(gram, "p x p Gram matrices being merged", "algorithm")
         else:
             width = int(self.n_components) + int(self.n_oversamples)
-            parts["sketch"] = Part(2 * 8 * p * width * 8, "p x (k + oversamples) products in the merge tree", "")
+            parts["sketch"] = Part(merged_bytes(p, width), "p x (k + oversamples) products in the merge tree", "")
         return parts
 
     # -- fitting -------------------------------------------------------------
@@ -174,7 +175,8 @@ class TruncatedSVD(BigdrEstimator):
                 column_statistics(Xd),
             )
             self._gram = gram
-            eig = top_eigh(gram, k, self.seed_)
+            with step(f"eigendecomposition of the {p:,} x {p:,} Gram matrix"):
+                eig = top_eigh(gram, k, self.seed_)
             values, V = eig.values, eig.vectors
         else:
             (col,) = compute(column_statistics(Xd))

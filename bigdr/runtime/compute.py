@@ -81,6 +81,22 @@ def progress(mode: bool | str = True):
         _progress = previous
 
 
+@contextlib.contextmanager
+def step(what: str):
+    """Report a long step outside dask's graphs (an eigendecomposition in the driver) while progress is on.
+
+    One line when it starts and one with its time when it ends, so progress
+    does not sit at 100% in silence while the driver works.
+    """
+    if not _progress:
+        yield
+        return
+    print(f"bigdr: {what} ...", file=sys.stderr, flush=True)
+    t0 = time.monotonic()
+    yield
+    print(f"bigdr: {what}: {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+
+
 def _line(done: int, total: int, elapsed: float, out: Any) -> None:
     pct = 100 * done // total if total else 100
     print(f"bigdr: {done:,} of {total:,} tasks ({pct}%), {elapsed:.0f} s", file=out, flush=True)
