@@ -143,6 +143,26 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         """What an embedding store records about the fit (JSON-serialisable)."""
         return {}
 
+    # -- AnnData (scanpy's conventions; bigdr.io.obsm writes them) -----------------
+    def _anndata_names(self, key: str) -> list[str]:
+        """The elements written next to ``obsm[key]`` (checked before any work). Default: ``uns[key]``."""
+        return [f"uns/{key}"]
+
+    def _anndata_parts(self, Y: Any, key: str) -> tuple[Any, dict[str, Any]]:
+        """The embedding as written into ``obsm[key]`` and the elements scanpy keeps next to it.
+
+        Default: ``uns[key] = {"params": ...}``, as scanpy records a tool's parameters.
+        """
+        return Y, {f"uns/{key}": {"params": self._anndata_params()}}
+
+    def _anndata_params(self) -> dict[str, Any]:
+        """The parameters as anndata can write them (None and objects left out)."""
+        return {
+            name: value
+            for name, value in self.get_params(deep=False).items()
+            if isinstance(value, (bool, int, float, str, np.integer, np.floating))
+        }
+
     # -- memory ------------------------------------------------------------------
     def estimate_memory(self, X: Any) -> MemoryEstimate:
         """The predicted peak memory of ``fit_transform(X)``, reading no data.

@@ -1,5 +1,7 @@
 """AnnData stores read lazily (.h5ad and zarr, dense and CSR) and obsm written back, with the real anndata."""
 
+from pathlib import Path
+
 import dask.array as da
 import numpy as np
 import pytest
@@ -48,11 +50,68 @@ def test_write_obsm_is_seen_by_anndata(cells):
         bigdr.write_obsm(Y, store, "X_pca", overwrite=True)
     with pytest.raises(ValueError, match="400 cells"):
         bigdr.write_obsm(Y[:10], store, "X_short")
-    with pytest.raises(ValueError, match="zarr stores only"):
-        bigdr.write_obsm(Y, h5ad, "X_bigdr")
     bigdr.write_obsm(Y[:, :2], store, "X_bigdr", overwrite=True)
     back = anndata.read_zarr(store)
     assert back.obsm["X_bigdr"].shape == (400, 2) and set(back.obsm) == {"X_pca", "X_bigdr"}
+    bigdr.write_obsm(Y, h5ad, "X_bigdr")  # into an .h5ad file as well, in place
+    back = anndata.read_h5ad(h5ad)
+    np.testing.assert_allclose(back.obsm["X_bigdr"], Y.compute())
+    np.testing.assert_array_equal(back.obsm["X_pca"], adata.obsm["X_pca"])
+    with pytest.raises(FileExistsError, match="not written by bigdr"):
+        bigdr.write_obsm(Y, h5ad, "X_pca", overwrite=True)
+    with pytest.raises(ValueError, match="not an AnnData store"):
+        bigdr.write_obsm(Y, str(Path(store).parent / "plain.zarr"), "X_bigdr")
+
+
+@pytest.fixture(scope="module")
+def scanpy_written(tmp_path_factory):
+    """Cells with structure, written by anndata as .h5ad and zarr, then PCA and a diffusion map written by bigdr."""
+    rng = np.random.default_rng(0)
+    usage = rng.dirichlet(np.full(4, 0.3), size=600)
+    counts = rng.poisson(2.0 * usage @ rng.gamma(0.6, 1.0, size=(4, 80)))
+    adata = anndata.AnnData(X=sp.csr_matrix(np.log1p(counts).astype(np.float32)))
+    adata.obs["program"] = np.argmax(usage, axis=1).astype(str)
+    paths = [str(tmp_path_factory.mktemp("scanpy") / name) for name in ("cells.h5ad", "cells.zarr")]
+    adata.write_h5ad(paths[0])
+    adata.write_zarr(paths[1])
+    for path in paths:
+        assert main(["fit-transform", path, "--obsm", "X_pca", "-k", "20"]) == 0
+        argv = ["fit-transform", path, "--dataset", "obsm/X_pca", "--obsm", "X_diffmap", "--method", "diffusion-map"]
+        assert main([*argv, "-k", "10", "--landmarks", "none"]) == 0
+    return paths, adata
+
+
+def test_scanpy_conventions_are_kept_when_writing(scanpy_written):
+    paths, adata = scanpy_written
+    reference = bigdr.PCA(20).fit(adata.X)
+    for path in paths:
+        back = anndata.read_h5ad(path) if path.endswith(".h5ad") else anndata.read_zarr(path)
+        assert back.varm["PCs"].shape == (80, 20)  # n_vars x n_comps, as sc.pp.pca
+        np.testing.assert_allclose(back.varm["PCs"], reference.components_.T, atol=1e-5)
+        np.testing.assert_allclose(back.uns["pca"]["variance_ratio"], reference.explained_variance_ratio_, rtol=1e-5)
+        assert back.uns["pca"]["params"]["zero_center"] and back.uns["pca"]["params"]["svd_solver"] == "auto"
+        assert back.obsm["X_diffmap"].shape == (600, 11)  # the trivial component first, as scanpy's
+        np.testing.assert_array_equal(back.obsm["X_diffmap"][:, 0], 1.0)
+        assert back.uns["diffmap_evals"][0] == 1.0 and back.uns["diffmap_evals"].shape == (11,)
+        assert np.all(np.diff(back.uns["diffmap_evals"]) <= 0)
+
+
+def test_scanpy_next_steps_run_on_what_bigdr_wrote(scanpy_written):
+    sc = pytest.importorskip("scanpy")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    paths, _ = scanpy_written
+    for path in paths:
+        back = anndata.read_h5ad(path) if path.endswith(".h5ad") else anndata.read_zarr(path)
+        sc.pp.neighbors(back, use_rep="X_pca")  # crashed with KeyError 'diffmap_evals' before
+        back.uns["iroot"] = 0
+        sc.tl.dpt(back, n_dcs=10)  # reads X_diffmap and diffmap_evals
+        assert np.isfinite(back.obs["dpt_pseudotime"]).all()
+        sc.pl.embedding(back, basis="X_diffmap", color="program", show=False)
+        sc.pl.pca(back, color="program", show=False)
+    sc.tl.umap(back)  # once: its numba functions compile on first use
+    assert back.obsm["X_umap"].shape == (600, 2)
 
 
 def test_command_line_writes_obsm(cells, capsys):
@@ -60,9 +119,12 @@ def test_command_line_writes_obsm(cells, capsys):
     argv = ["fit-transform", store, "--obsm", "X_diffmap", "--method", "diffusion-map", "--n-neighbors", "10"]
     assert main(argv) == 0
     assert "obsm['X_diffmap']" in capsys.readouterr().out
-    assert anndata.read_zarr(store).obsm["X_diffmap"].shape == (400, 2)
-    assert main(["fit-transform", h5ad, "--obsm", "X_pca2"]) == 2
-    assert "zarr stores only" in capsys.readouterr().err
+    assert anndata.read_zarr(store).obsm["X_diffmap"].shape == (400, 3)  # with scanpy's trivial first column
+    assert main(["fit-transform", h5ad, "--obsm", "X_pca2", "-k", "3"]) == 0
+    back = anndata.read_h5ad(h5ad)
+    assert back.obsm["X_pca2"].shape == (400, 3) and back.varm["X_pca2"].shape == (30, 3)  # scanpy's key_added
+    assert main(["fit-transform", h5ad, "--obsm", "X_pca", "-k", "3", "--overwrite"]) == 2  # not bigdr's
+    assert "not written by bigdr" in capsys.readouterr().err
 
 
 def test_scanpy_bundled_data_round_trip(tmp_path):

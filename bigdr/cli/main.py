@@ -117,7 +117,7 @@ def _fit_transform(
     if obsm is not None:
         from ..io.obsm import check_obsm
 
-        check_obsm(str(input_path), obsm, overwrite)
+        check_obsm(str(input_path), obsm, overwrite, also=model._anndata_names(obsm))
     outputs = {"store": output, "model": save_model, "png": scree, "biplot": biplot, "structure": structure}
     for kind, path in outputs.items():
         if path:
@@ -174,7 +174,7 @@ def _fit_transform(
         if obsm is not None:
             from ..io import write_obsm
 
-            write_obsm(Y, input_path, obsm, overwrite=overwrite)
+            write_obsm(Y, input_path, obsm, overwrite=overwrite, model=model)
         else:
             write_zarr(Y, output, attrs=attrs, overwrite=overwrite, resume=resume)
         t_write = time.perf_counter() - t0

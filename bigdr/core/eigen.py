@@ -164,6 +164,9 @@ def _angle_estimate(R: np.ndarray, magnitudes: np.ndarray, k: int) -> float:
     return float(min(1.0, np.linalg.norm(R, 2) / gap))
 
 
+#: Width from which a dense ``eigh`` takes about a second or more on one core (progress announces it).
+LONG_EIGH = 2000
+
 #: Dense LAPACK ``eigh`` (whole spectrum) up to this size; ARPACK above.
 DENSE_EIGH_MAX = 2000
 

@@ -23,7 +23,7 @@ from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
 from ..blockwise.linalg import components_from_samples, randomized_scatter_eig, samples_gram_eig
 from ..blockwise.reduce import column_statistics, merged_bytes, tree_reduce
 from ..core.drift import chi2_threshold, residual_threshold
-from ..core.eigen import Eigenpairs, qr_eigh, scatter_eigh
+from ..core.eigen import LONG_EIGH, Eigenpairs, qr_eigh, scatter_eigh
 from ..core.spectrum import bulk_misfit, n_components_for_fraction, n_components_mp, n_components_whitened
 from ..core.stats import (
     Moments,
@@ -58,6 +58,26 @@ MAX_COVARIANCE_FEATURES = 20_000
 #: worker thread in a pass, and scatter matrices alive in the merge tree.
 STREAM_COPIES = 2
 MAX_SAMPLES_GRAM = 20_000
+
+
+def scanpy_pca_names(key: str) -> list[str]:
+    """Where scanpy's ``sc.pp.pca`` keeps loadings and variances next to ``obsm[key]``:
+    ``varm["PCs"]`` and ``uns["pca"]`` for ``"X_pca"``, else ``key`` for all three (its ``key_added``)."""
+    return ["varm/PCs", "uns/pca"] if key == "X_pca" else [f"varm/{key}", f"uns/{key}"]
+
+
+def scanpy_pca_entries(model: Any, key: str, zero_center: bool) -> dict[str, Any]:
+    """Loadings in ``varm`` (n_vars x k) and ``uns`` (variance, variance_ratio, params) as scanpy writes them."""
+    varm, uns = scanpy_pca_names(key)
+    params = {"zero_center": zero_center, "use_highly_variable": False, **model._anndata_params()}
+    return {
+        varm: np.ascontiguousarray(model.components_.T),
+        uns: {
+            "params": params,
+            "variance": np.asarray(model.explained_variance_),
+            "variance_ratio": np.asarray(model.explained_variance_ratio_),
+        },
+    }
 
 
 def _is_sparse(Xd: da.Array) -> bool:
@@ -476,7 +496,7 @@ class PCA(BigdrEstimator):
         self.n_features_in_ = int(p)
         if n < 2:
             return  # partial_fit: components exist once two rows have been seen
-        with step(f"eigendecomposition of the {p:,} x {p:,} covariance"):
+        with step(f"eigendecomposition of the {p:,} x {p:,} covariance", long=p >= LONG_EIGH):
             eig: Eigenpairs = _MERGEABLE[kind][2](state)
         m = min(n, p)
         evals = eig.values[:m]
@@ -626,6 +646,12 @@ class PCA(BigdrEstimator):
             Yd = Yd * np.sqrt(self.explained_variance_).astype(dtype)
         X = Yd @ self.components_.astype(dtype) + self.mean_.astype(dtype)
         return compute(X)[0] if wants_numpy(Y) else X
+
+    def _anndata_names(self, key: str) -> list[str]:
+        return scanpy_pca_names(key)
+
+    def _anndata_parts(self, Y: Any, key: str) -> tuple[Any, dict[str, Any]]:
+        return Y, scanpy_pca_entries(self, key, zero_center=True)
 
     def summary(self) -> dict[str, Any]:
         return {"explained_variance_ratio": self.explained_variance_ratio_.tolist(), "svd_solver": self.svd_solver_}

@@ -19,12 +19,13 @@ from .._validation import check_choice, check_int, check_n_features, check_real
 from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
 from ..blockwise.linalg import randomized_scatter_eig
 from ..blockwise.reduce import column_statistics, merged_bytes, tree_reduce
-from ..core.eigen import flip_signs, top_eigh
+from ..core.eigen import LONG_EIGH, flip_signs, top_eigh
 from ..core.stats import merge_moments
 from ..exceptions import ConvergenceWarning
 from ..io import as_array, as_sparse_array, is_sparse_input
 from ..runtime.compute import compute, step
 from ..runtime.memory import Part, streaming
+from .pca import scanpy_pca_entries, scanpy_pca_names
 
 ALGORITHMS = ("randomized", "covariance", "arpack")
 
@@ -175,7 +176,7 @@ class TruncatedSVD(BigdrEstimator):
                 column_statistics(Xd),
             )
             self._gram = gram
-            with step(f"eigendecomposition of the {p:,} x {p:,} Gram matrix"):
+            with step(f"eigendecomposition of the {p:,} x {p:,} Gram matrix", long=p >= LONG_EIGH):
                 eig = top_eigh(gram, k, self.seed_)
             values, V = eig.values, eig.vectors
         else:
@@ -288,6 +289,13 @@ class TruncatedSVD(BigdrEstimator):
     def describe(self) -> str:
         kept = float(np.sum(self.explained_variance_ratio_))
         return f"TruncatedSVD ({self.algorithm}): {self.n_components_} components, {100 * kept:.2f}% of variance"
+
+    def _anndata_names(self, key: str) -> list[str]:
+        return scanpy_pca_names(key)
+
+    def _anndata_parts(self, Y: Any, key: str) -> tuple[Any, dict[str, Any]]:
+        # scanpy's sc.pp.pca(zero_center=False) is a TruncatedSVD and is written under the same names
+        return Y, scanpy_pca_entries(self, key, zero_center=False)
 
     def summary(self) -> dict[str, Any]:
         return {"explained_variance_ratio": self.explained_variance_ratio_.tolist(), "algorithm": self.algorithm}

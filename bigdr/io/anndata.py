@@ -57,6 +57,14 @@ def _element(root: Any, path: str, element: str) -> Any:
         ) from None
 
 
+def _dense_rows(path: str, element: str, start: int, stop: int) -> np.ndarray:
+    """Rows of a dense element of an ``.h5ad`` file, the file closed again (so it can be written to after)."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return np.asarray(f[element][start:stop])
+
+
 def _csr_rows(path: str, element: str, start: int, stop: int, n_cols: int) -> np.ndarray:
     """Rows of a CSR element densified (for the methods that need dense rows: one bounded block)."""
     block = _csr_block(path, element, start, stop, n_cols)
@@ -122,7 +130,23 @@ def open_anndata(path: str, element: str = "X", chunk_bytes: int = 128 << 20) ->
     node = _element(root, path, element)
     kind = node.attrs.get("encoding-type", "array")
     if kind == "array" and hasattr(node, "shape"):
-        return node
+        if not path.lower().rstrip("/").endswith(".h5ad"):
+            return node
+        # HDF5 refuses to open a file for writing while it is open for reading in the same process:
+        # read by blocks that close the file, so an embedding can be written into it (bigdr.io.obsm).
+        n, dtype, shape = int(node.shape[0]), node.dtype, node.shape
+        rows = max(1, min(n, chunk_bytes // max(1, int(np.prod(shape[1:])) * dtype.itemsize)))
+        return da.concatenate(
+            [
+                da.from_delayed(
+                    dask.delayed(_dense_rows, pure=True)(path, element, s, min(s + rows, n)),
+                    shape=(min(s + rows, n) - s, *shape[1:]),
+                    dtype=dtype,
+                )
+                for s in range(0, n, rows)
+            ],
+            axis=0,
+        )
     if kind == "csc_matrix":
         raise ValueError(
             f"{path!r}:{element} is stored as CSC (column-compressed), which cannot be read by rows; "

@@ -1,10 +1,18 @@
-"""Embeddings written into ``obsm`` of an AnnData zarr store, where anndata and scanpy find them.
+"""Embeddings written into an AnnData store (zarr or ``.h5ad``), where anndata and scanpy find them.
 
-:func:`write_obsm` writes under a hidden name inside ``obsm``, renames it into
-place and then updates the store's consolidated metadata (one file replaced
-atomically), so ``anndata.read_zarr`` sees the new element whole or not at
-all. An existing ``obsm[key]`` is replaced only with ``overwrite`` and only if
-bigdr wrote it.
+:func:`write_obsm` writes ``obsm/<key>`` and, given the fitted model, the
+entries scanpy keeps next to it (``varm["PCs"]`` and ``uns["pca"]`` for a PCA,
+``uns["diffmap_evals"]`` for a diffusion map: the model's
+``_anndata_parts``). Each element is written under a hidden name in its
+parent group and renamed into place; in a zarr store the consolidated
+metadata is then updated (one file replaced atomically), so
+``anndata.read_zarr`` sees each new element whole or not at all. An existing
+element is replaced only with ``overwrite`` and only if bigdr wrote it; every
+target is checked before any work (:func:`check_obsm`).
+
+The small entries are written by anndata's own ``write_elem``, so their
+encoding is anndata's; the embedding, which may have millions of rows, is
+streamed block by block.
 """
 
 from __future__ import annotations
@@ -12,6 +20,8 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,70 +29,201 @@ import dask.array as da
 
 from .anndata import is_anndata, n_obs
 
-#: What bigdr marks its ``obsm`` arrays with (so ``overwrite`` replaces only those).
+#: What bigdr marks the elements it writes with (so ``overwrite`` replaces only those).
 MARK = "bigdr"
 
 
-def check_obsm(store: str, key: str, overwrite: bool = False) -> Path:
-    """Check, before any work, that ``obsm/<key>`` of ``store`` may be written; its path."""
+def _is_h5ad(store: str) -> bool:
+    return store.lower().rstrip("/").endswith(".h5ad")
+
+
+@contextmanager
+def _open(store: str, mode: Any) -> Iterator[Any]:
+    if _is_h5ad(store):
+        import h5py
+
+        with h5py.File(store, mode) as f:
+            yield f
+    else:
+        import zarr
+
+        yield zarr.open_group(store, mode=mode)
+
+
+def check_obsm(store: str, key: str, overwrite: bool = False, also: Iterable[str] = ()) -> Path:
+    """Check, before any work, that ``obsm/<key>`` (and the elements ``also``) of ``store`` may be written.
+
+    ``also``: further element paths such as ``"varm/PCs"`` or ``"uns/pca"``.
+    Returns the path of ``obsm/<key>`` (inside the file for ``.h5ad``).
+    """
     if not isinstance(key, str) or not key or "/" in key or key.startswith("."):
         raise ValueError(f"obsm key must be a plain name such as 'X_isomap'; got {key!r}.")
-    if not is_anndata(store) or store.lower().rstrip("/").endswith(".h5ad"):
-        raise ValueError(
-            f"{store!r} is not an AnnData zarr store; obsm is written into zarr stores only "
-            f"(convert once: anndata.read_h5ad(path).write_zarr('cells.zarr'))."
-        )
-    import zarr
+    if not is_anndata(store):
+        raise ValueError(f"{store!r} is not an AnnData store (.h5ad file or AnnData zarr store); obsm cannot go there.")
+    if _is_h5ad(store) and not os.access(store, os.W_OK):
+        raise PermissionError(f"{store} is not writable; obsm[{key!r}] cannot be written into it.")
+    with _open(store, "r") as root:
+        for name in (f"obsm/{key}", *also):
+            if name not in root:
+                continue
+            shown = "{}[{!r}]".format(*name.split("/", 1))
+            if not overwrite:
+                raise FileExistsError(f"{shown} exists in {store}; pass overwrite=True (--overwrite) to replace it.")
+            if not root[name].attrs.get(MARK):
+                raise FileExistsError(
+                    f"{shown} in {store} was not written by bigdr, so it is not replaced; choose another key."
+                )
+    return Path(store) / "obsm" / key
 
-    group: Any = zarr.open_group(store, mode="r")
-    final = Path(store) / "obsm" / key
-    if "obsm" in group and key in group["obsm"]:
-        if not overwrite:
-            raise FileExistsError(f"obsm[{key!r}] exists in {store}; pass overwrite=True (--overwrite) to replace it.")
-        if not group["obsm"][key].attrs.get(MARK):
-            raise FileExistsError(
-                f"obsm[{key!r}] in {store} was not written by bigdr, so it is not replaced; choose another key."
-            )
-    return final
 
+def write_obsm(embedding: Any, store: str | os.PathLike, key: str, overwrite: bool = False, model: Any = None) -> None:
+    """Write ``embedding`` (n_obs rows) into ``obsm/<key>`` of an AnnData store, atomically.
 
-def write_obsm(embedding: Any, store: str | os.PathLike, key: str, overwrite: bool = False) -> None:
-    """Write ``embedding`` (n_obs rows) into ``obsm/<key>`` of an AnnData zarr store, atomically.
-
-    The array is written under a hidden name inside ``obsm`` and renamed into
-    place; an existing ``obsm/<key>`` is replaced only with ``overwrite`` and
-    only when bigdr wrote it.
+    Parameters
+    ----------
+    embedding : array-like (n_obs, k)
+        numpy or dask; streamed in row blocks.
+    store : path
+        An ``.h5ad`` file or an AnnData zarr store.
+    key : str
+        The ``obsm`` key, such as ``"X_pca"``.
+    overwrite : bool
+        Replace elements bigdr wrote before (never others).
+    model : fitted estimator, optional
+        Also write what scanpy keeps next to this embedding: for PCA
+        ``varm["PCs"]`` and ``uns["pca"]`` (``variance``, ``variance_ratio``,
+        ``params``); for a diffusion map the trivial first component in
+        ``obsm["X_diffmap"]`` and ``uns["diffmap_evals"]``; for other methods
+        ``uns[key]`` with the parameters.
     """
-    import zarr
-
-    from ..runtime.compute import compute
-    from .outputs import publish
     from .read import as_array
 
     store = os.fspath(store)
-    final = check_obsm(store, key, overwrite)
-    Y = as_array(embedding, name="embedding", min_rows=1)
+    Y, entries = (embedding, {}) if model is None else model._anndata_parts(embedding, key)
+    check_obsm(store, key, overwrite, also=list(entries))
+    Yd = as_array(Y, name="embedding", min_rows=1)
     rows = n_obs(store)
-    if Y.shape[0] != rows:
-        raise ValueError(f"The embedding has {Y.shape[0]} rows; the AnnData store has {rows} cells.")
-    group = zarr.open_group(store, mode="r+")
-    obsm = group.require_group("obsm")
-    if not obsm.attrs.get("encoding-type"):
-        obsm.attrs.update({"encoding-type": "dict", "encoding-version": "0.1.0"})
-    hidden = f".bigdr-{key}-{uuid.uuid4().hex[:8]}"
-    chunks = (min(Y.shape[0], max(Y.chunks[0])), Y.shape[1])
-    target: Any = obsm.create_array(hidden, shape=Y.shape, chunks=chunks, dtype=Y.dtype)
-    try:
-        (_,) = compute(da.store(Y.rechunk(chunks), target, lock=False, compute=False))
-        target.attrs.update({"encoding-type": "array", "encoding-version": "0.2.0", MARK: True})
-        publish(Path(store) / "obsm" / hidden, final, overwrite)
-        _consolidate(Path(store), f"obsm/{key}")
-    finally:
-        leftover = Path(store) / "obsm" / hidden
-        if leftover.exists():
-            import shutil
+    if Yd.shape[0] != rows:
+        raise ValueError(f"The embedding has {Yd.shape[0]} rows; the AnnData store has {rows} cells.")
+    if _is_h5ad(store):
+        _write_h5ad(store, key, Yd, entries)
+    else:
+        _write_zarr(store, key, Yd, entries, overwrite)
 
-            shutil.rmtree(leftover)
+
+def _dict_attrs(group: Any) -> None:
+    if not group.attrs.get("encoding-type"):
+        group.attrs.update({"encoding-type": "dict", "encoding-version": "0.1.0"})
+
+
+def _stream(Y: da.Array, target: Any, lock: bool) -> None:
+    from ..runtime.compute import compute
+
+    chunks = (min(Y.shape[0], max(Y.chunks[0])), Y.shape[1])
+    (_,) = compute(da.store(Y.rechunk(chunks), target, lock=lock, compute=False))
+
+
+def _write_each(
+    root: Any,
+    key: str,
+    Y: Any,
+    entries: dict[str, Any],
+    write_array: Callable[[Any, str], Any],
+    place: Callable[[str, Any, str, str], None],
+    discard: Callable[[str, Any, str], None],
+) -> None:
+    """``obsm/<key>`` and ``entries``, each under a hidden name in its parent group, marked, then placed.
+
+    ``write_array(parent, name)`` writes the embedding and returns it;
+    ``place(parent_name, parent, hidden, leaf)`` renames into place;
+    ``discard`` removes a hidden element left by a failure.
+    """
+    from anndata.io import write_elem
+
+    hidden: list[tuple[str, Any, str]] = []
+    try:
+        for name, value in [(f"obsm/{key}", Y), *entries.items()]:
+            parent_name, leaf = name.split("/", 1)
+            parent = root.require_group(parent_name)
+            _dict_attrs(parent)
+            tmp = f".bigdr-{leaf}-{uuid.uuid4().hex[:8]}"
+            hidden.append((parent_name, parent, tmp))
+            if value is Y:
+                write_array(parent, tmp).attrs.update({"encoding-type": "array", "encoding-version": "0.2.0"})
+            else:
+                write_elem(parent, tmp, value)
+            parent[tmp].attrs[MARK] = True
+            place(parent_name, parent, tmp, leaf)
+    finally:
+        for parent_name, parent, tmp in hidden:
+            discard(parent_name, parent, tmp)
+
+
+def _write_zarr(store: str, key: str, Y: da.Array, entries: dict[str, Any], overwrite: bool) -> None:
+    import zarr
+
+    from .outputs import publish, remove
+
+    def write_array(parent: Any, name: str) -> Any:
+        chunks = (min(Y.shape[0], max(Y.chunks[0])), Y.shape[1])
+        target = parent.create_array(name, shape=Y.shape, chunks=chunks, dtype=Y.dtype)
+        _stream(Y, target, lock=False)
+        return target
+
+    def place(parent_name: str, parent: Any, tmp: str, leaf: str) -> None:
+        publish(Path(store) / parent_name / tmp, Path(store) / parent_name / leaf, overwrite)
+        _consolidate(Path(store), parent_name)
+
+    def discard(parent_name: str, parent: Any, tmp: str) -> None:
+        if (Path(store) / parent_name / tmp).exists():
+            remove(Path(store) / parent_name / tmp)
+
+    root = zarr.open_group(store, mode="r+", use_consolidated=False)  # to find the hidden names just written
+    _write_each(root, key, Y, entries, write_array, place, discard)
+
+
+def _write_h5ad(store: str, key: str, Y: da.Array, entries: dict[str, Any]) -> None:
+    """Stage the embedding beside the file, then copy it in with the file opened for writing.
+
+    The embedding is usually computed from the same file (``X``, a layer,
+    ``obsm/X_pca``), and HDF5 refuses a file open for reading and writing at
+    once; the staged copy, streamed, costs one write and one read of the
+    embedding, small next to the input.
+    """
+    import gc
+
+    import h5py
+    import zarr
+
+    from .outputs import remove, temporary_sibling
+
+    staged = temporary_sibling(Path(store))
+    chunks = (min(Y.shape[0], max(Y.chunks[0]), 65_536), Y.shape[1])
+
+    def write_array(parent: Any, name: str) -> Any:
+        target = parent.create_dataset(name, shape=Y.shape, chunks=chunks, dtype=Y.dtype)
+        for start in range(0, Y.shape[0], chunks[0]):
+            target[start : start + chunks[0]] = copy[start : start + chunks[0]]
+        return target
+
+    def place(parent_name: str, parent: Any, tmp: str, leaf: str) -> None:
+        if leaf in parent:
+            del parent[leaf]  # checked before any work: bigdr wrote it and overwrite was given
+        parent.move(tmp, leaf)  # a link renamed: readers see the old element or the new one
+
+    def discard(parent_name: str, parent: Any, tmp: str) -> None:
+        if tmp in parent:
+            del parent[tmp]
+
+    try:
+        copy: Any = zarr.create_array(str(staged), shape=Y.shape, chunks=chunks, dtype=Y.dtype)
+        _stream(Y, copy, lock=False)
+        gc.collect()  # the readers' file handles, before HDF5 is asked to open the file for writing
+        with h5py.File(store, "r+") as f:
+            _write_each(f, key, Y, entries, write_array, place, discard)
+    finally:
+        if staged.exists():
+            remove(staged)
 
 
 def _replace_json(path: Path, value: dict) -> None:
@@ -91,19 +232,25 @@ def _replace_json(path: Path, value: dict) -> None:
     os.replace(tmp, path)
 
 
+def _hidden(relative: Path) -> bool:
+    return any(piece.startswith(".bigdr-") for piece in relative.parts)
+
+
 def _consolidate(store: Path, name: str) -> None:
-    """Add the array ``name`` to the store's consolidated metadata, where it has some (anndata writes it).
+    """Add the element ``name`` (an array or a group, with everything inside) to the store's
+    consolidated metadata, where it has some (anndata writes it).
 
     Readers that trust consolidated metadata (anndata does) see only what it
-    lists, so the new array appears when this one file is replaced, atomically.
+    lists, so the new element appears when this one file is replaced, atomically.
     """
     v2 = store / ".zmetadata"
     if v2.is_file():
         meta = json.loads(v2.read_text())
-        for part in (".zattrs", ".zarray"):
-            if (store / name / part).is_file():
-                meta["metadata"][f"{name}/{part}"] = json.loads((store / name / part).read_text())
-        meta["metadata"] = dict(sorted(meta["metadata"].items()))  # zarr nests the entries in sorted order
+        entries = {k: v for k, v in meta["metadata"].items() if not k.startswith(f"{name}/")}
+        for part in sorted((store / name).rglob(".z*")):
+            if part.name in (".zattrs", ".zarray", ".zgroup") and not _hidden(part.relative_to(store)):
+                entries[part.relative_to(store).as_posix()] = json.loads(part.read_text())
+        meta["metadata"] = dict(sorted(entries.items()))  # zarr nests the entries in sorted order
         _replace_json(v2, meta)
         return
     root = store / "zarr.json"
@@ -111,7 +258,12 @@ def _consolidate(store: Path, name: str) -> None:
         meta = json.loads(root.read_text())
         consolidated = meta.get("consolidated_metadata")
         if consolidated:
-            entries = consolidated.setdefault("metadata", {})
-            entries[name] = json.loads((store / name / "zarr.json").read_text())
+            old = consolidated.setdefault("metadata", {})
+            entries = {k: v for k, v in old.items() if k != name and not k.startswith(f"{name}/")}
+            for part in sorted((store / name).rglob("zarr.json")):
+                if _hidden(part.relative_to(store)):
+                    continue
+                node = part.parent.relative_to(store).as_posix()
+                entries[node] = json.loads(part.read_text())
             consolidated["metadata"] = dict(sorted(entries.items()))
             _replace_json(root, meta)

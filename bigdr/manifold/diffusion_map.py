@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import dask.array as da
 import numpy as np
 
 from ..graph.affinity import affinity, auto_epsilon, check_alpha
@@ -139,6 +140,31 @@ class DiffusionMap(_SpectralBase):
         if float(t).is_integer():
             return lam ** int(t)
         return np.sign(lam) * np.abs(lam) ** t  # a fractional power of a negative eigenvalue: keep its sign
+
+    def _anndata_names(self, key: str) -> list[str]:
+        return ["uns/diffmap_evals"] if key == "X_diffmap" else [f"uns/{key}"]
+
+    def _anndata_parts(self, Y: Any, key: str) -> tuple[Any, dict[str, Any]]:
+        """Under ``X_diffmap``, scanpy's layout: the trivial component first and ``uns["diffmap_evals"]``.
+
+        scanpy keeps the stationary component in column 0 (eigenvalue 1) and
+        reads ``uns["diffmap_evals"]`` whenever ``X_diffmap`` exists. bigdr's
+        coordinates are ``lambda_k^t phi_k`` with ``phi`` the right
+        eigenvectors of the Markov matrix, so the trivial one is the constant
+        ``1``; scanpy's columns are the eigenvectors of the symmetric
+        conjugate instead, which differ from ``phi`` by ``sqrt(degree)`` per
+        cell. Other keys get the coordinates as they are and
+        ``uns[key]`` with the eigenvalues and parameters.
+        """
+        evals = np.asarray(self.eigenvalues_, dtype=np.float64)
+        if key != "X_diffmap":
+            return Y, {f"uns/{key}": {"eigenvalues": evals, "params": self._anndata_params()}}
+        if isinstance(Y, da.Array):
+            ones = da.ones((Y.shape[0], 1), chunks=(Y.chunks[0], 1), dtype=Y.dtype)
+            full: Any = da.concatenate([ones, Y.rechunk({1: -1})], axis=1)
+        else:
+            full = np.column_stack([np.ones(len(Y), dtype=np.asarray(Y).dtype), Y])
+        return full, {"uns/diffmap_evals": np.r_[1.0, evals]}
 
     @property
     def eigenvalues_(self) -> np.ndarray:

@@ -82,13 +82,14 @@ def progress(mode: bool | str = True):
 
 
 @contextlib.contextmanager
-def step(what: str):
+def step(what: str, long: bool = True):
     """Report a long step outside dask's graphs (an eigendecomposition in the driver) while progress is on.
 
     One line when it starts and one with its time when it ends, so progress
-    does not sit at 100% in silence while the driver works.
+    does not sit at 100% in silence while the driver works. ``long=False``
+    (a step the caller expects to take well under a second) prints nothing.
     """
-    if not _progress:
+    if not (_progress and long):
         yield
         return
     print(f"bigdr: {what} ...", file=sys.stderr, flush=True)
