@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
+import dask
 import dask.array as da
 import numpy as np
 from dask.base import tokenize
@@ -239,6 +241,207 @@ def make_filaments(
         box=float(box),
     )
     return both[:, :3].astype(dtype), both[:, 3:]
+
+
+#: Largest log mean count of an entry of :func:`make_cells` (e^9 ~ 8,100, the highest genes of a deep cell).
+MAX_LOG_MEAN = 9.0
+
+#: Rows of a logical block of the sparse generators (their per-block work is dense in the width).
+SPARSE_BLOCK_ROWS = 2048
+
+
+def _seeded(fn: Callable, seed: int, b: int, m: int, **kw: Any) -> Any:
+    return fn(np.random.default_rng([seed, b]), m, **kw)  # a fresh generator each time: recomputing gives the same
+
+
+def _lazy_sparse(fn: Callable, n_samples: int, width: int, seed: int, name: str, **kw) -> tuple[da.Array, da.Array]:
+    """A dask array of CSR blocks, block ``b`` from ``fn(rng([seed, b]), rows, **kw) -> (csr, coords)``."""
+    import scipy.sparse as sp
+
+    full, rest = divmod(n_samples, SPARSE_BLOCK_ROWS)
+    rows = (SPARSE_BLOCK_ROWS,) * full + ((rest,) if rest else ())
+    token = tokenize(fn.__name__, seed, n_samples, width)
+    parts = [
+        dask.delayed(_seeded, pure=True)(fn, seed, b, m, **kw, dask_key_name=f"{name}-{token}-{b}")
+        for b, m in enumerate(rows)
+    ]
+    meta = sp.csr_matrix((0, width), dtype=np.float32)
+    X = da.concatenate(
+        [da.from_delayed(part[0], shape=(m, width), dtype=np.float32, meta=meta) for part, m in zip(parts, rows)]
+    )
+    coords = da.concatenate([da.from_delayed(part[1], shape=(m, 2), dtype=np.float64) for part, m in zip(parts, rows)])
+    return X, coords
+
+
+def _nb_counts(rng: np.random.Generator, mu: np.ndarray, r: float) -> Any:
+    """Negative-binomial counts of mean ``mu`` (m x p) and dispersion ``r``, drawn sparse, as CSR.
+
+    NB(r, mu) is a compound Poisson: ``K ~ Poisson(r log(1 + mu / r))``
+    clusters, each of a logarithmic(``mu / (mu + r)``) size. The clusters of a
+    row are drawn at once from the row's total and placed by one search in the
+    cumulated rates, so the cost is one pass over the rates plus the nonzeros.
+    """
+    import scipy.sparse as sp
+
+    m, p = mu.shape
+    W = r * np.log1p(mu / r)  # Poisson rate of clusters per entry
+    flat = np.cumsum(W, axis=1, dtype=np.float64)
+    totals = flat[:, -1].copy()
+    flat += (np.cumsum(totals) - totals)[:, None]  # one increasing sequence over the rows
+    k = rng.poisson(totals)
+    row = np.repeat(np.arange(m), k)
+    u = flat[row, -1] - rng.random(row.shape[0]) * totals[row]
+    idx = np.minimum(np.searchsorted(flat.ravel(), u, side="right"), row * p + p - 1)
+    idx = np.maximum(idx, row * p)
+    q = (mu.ravel()[idx] / (mu.ravel()[idx] + r)).clip(1e-12, 1 - 1e-12)
+    sizes = rng.logseries(q)
+    cells, first, inverse = np.unique(idx, return_index=True, return_inverse=True)
+    counts = np.bincount(inverse, weights=sizes)
+    del first
+    rows, cols = np.divmod(cells, p)
+    indptr = np.searchsorted(rows, np.arange(m + 1))
+    return sp.csr_matrix((counts, cols.astype(np.int32), indptr), shape=(m, p))
+
+
+def _cells_model(n_genes: int, n_types: int, n_programs: int, density: float, dispersion: float, seed: int) -> dict:
+    """The genes, cell types and programs shared by every block, and the scale that gives ``density``."""
+    rng = np.random.default_rng([seed, 2**31 - 1])
+    base = rng.normal(0.0, 1.5, n_genes)  # log mean expression of each gene
+    types = np.where(rng.random((n_types, n_genes)) < 0.05, rng.normal(0.0, 1.5, (n_types, n_genes)), 0.0)
+    programs = np.where(
+        rng.random((n_programs, n_genes)) < 0.03, np.abs(rng.normal(0.0, 0.7, (n_programs, n_genes))), 0
+    )
+    frequency = rng.dirichlet(np.ones(n_types))
+    model = {"base": base, "types": types, "programs": programs, "frequency": frequency, "r": dispersion}
+    pilot = _cell_rates(np.random.default_rng([seed, 2**31 - 2]), 512, model, 0.0)[0]
+    lo, hi = -20.0, 20.0
+    for _ in range(50):  # the share of nonzeros, 1 - P(0) = 1 - (1 + mu / r)^-r, rises with the scale
+        mid = (lo + hi) / 2
+        nonzero = 1.0 - np.exp(-dispersion * np.log1p(pilot * np.exp(mid) / dispersion)).mean()
+        lo, hi = (mid, hi) if nonzero < density else (lo, mid)
+    model["log_scale"] = (lo + hi) / 2
+    return model
+
+
+def _cell_rates(rng: np.random.Generator, m: int, model: dict, log_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    kind = rng.choice(len(model["frequency"]), size=m, p=model["frequency"])
+    activity = rng.gamma(0.5, 1.0, (m, model["programs"].shape[0]))
+    size = rng.normal(0.0, 0.3, m)
+    log_mu = model["base"] + model["types"][kind] + activity @ model["programs"] + (size + log_scale)[:, None]
+    return np.exp(np.minimum(log_mu, MAX_LOG_MEAN)), np.column_stack([kind, size])
+
+
+def _cells_block(rng: np.random.Generator, m: int, model: dict) -> tuple[Any, np.ndarray]:
+    mu, coords = _cell_rates(rng, m, model, model["log_scale"])
+    counts = _nb_counts(rng, mu, model["r"])
+    counts.data = np.log1p(counts.data)
+    return counts.astype(np.float32), coords
+
+
+def make_cells(
+    n_cells: int,
+    n_genes: int = 20_000,
+    *,
+    n_types: int = 20,
+    n_programs: int = 30,
+    density: float = 0.03,
+    dispersion: float = 2.0,
+    seed: int = 0,
+) -> tuple[da.Array, da.Array]:
+    """Single-cell-like log-counts: cell types x gene programs, negative-binomial counts, ``log1p``.
+
+    Each gene has a log mean expression ``b_g ~ N(0, 1.5^2)``; each of
+    ``n_types`` cell types changes 5% of the genes by ``N(0, 1.5^2)`` on the log
+    scale, and each of ``n_programs`` gene programs raises 3% of the genes in
+    proportion to a cell's activity (``Gamma(0.5, 1)``); cells draw a type
+    (frequencies ``Dirichlet(1)``) and a size factor (``log ~ N(0, 0.3^2)``).
+    Counts are negative binomial with mean ``mu_cg = s exp(b_g + type + programs
+    + size)`` and dispersion ``r``, the scale ``s`` set so that a fraction
+    ``density`` of the entries is nonzero; the matrix holds ``log1p(counts)``
+    (float32) and is drawn sparse, never dense.
+
+    Returns ``(X, coords)``: X a dask array of CSR blocks of
+    :data:`SPARSE_BLOCK_ROWS` cells, ``coords`` (n, 2) the cell type and log
+    size factor. Block ``b`` depends only on ``(seed, b)`` and the parameters.
+    """
+    _check(n_cells, seed)
+    if not 0 < density < 1:
+        raise ValueError(f"density must lie in (0, 1); got {density!r}.")
+    model = _cells_model(n_genes, n_types, n_programs, density, dispersion, seed)
+    return _lazy_sparse(_cells_block, n_cells, n_genes, seed, "bigdr-cells", model=model)
+
+
+def _documents_model(n_terms: int, n_topics: int, density: float, seed: int) -> dict:
+    rng = np.random.default_rng([seed, 2**31 - 1])
+    zipf = 1.0 / np.arange(1, n_terms + 1) ** 1.07
+    zipf = zipf[rng.permutation(n_terms)]
+    boost = np.where(rng.random((n_topics, n_terms)) < 0.01, rng.lognormal(3.0, 1.0, (n_topics, n_terms)), 1.0)
+    topics = zipf * boost
+    cumulative = np.cumsum(topics / topics.sum(axis=1, keepdims=True), axis=1)
+    model = {"cumulative": cumulative, "length": density * n_terms, "idf": None}
+    for _ in range(6):  # mean length such that the distinct terms per document match the density
+        pilot = _document_counts(np.random.default_rng([seed, 2**31 - 2]), 256, model)
+        model["length"] *= density * n_terms / max(pilot.getnnz(axis=1).mean(), 1e-9)
+    pilot = _document_counts(np.random.default_rng([seed, 2**31 - 3]), 20_000, model)
+    df = np.bincount(pilot.indices, minlength=n_terms)
+    model["idf"] = np.log((1 + pilot.shape[0]) / (1 + df)) + 1.0  # scikit-learn's smooth idf, from a pilot
+    return model
+
+
+def _document_counts(rng: np.random.Generator, m: int, model: dict) -> Any:
+    import scipy.sparse as sp
+
+    cumulative = model["cumulative"]
+    k, n_terms = cumulative.shape
+    length = 1 + rng.poisson(model["length"], m)
+    mixture = rng.dirichlet(np.full(k, 0.1), size=m)
+    doc = np.repeat(np.arange(m), length)
+    topic = (rng.random(doc.shape[0])[:, None] > np.cumsum(mixture, axis=1)[doc]).sum(axis=1).clip(0, k - 1)
+    term = np.empty(doc.shape[0], dtype=np.int64)
+    u = rng.random(doc.shape[0])
+    for z in np.unique(topic):
+        at = topic == z
+        term[at] = np.searchsorted(cumulative[z], u[at]).clip(0, n_terms - 1)
+    counts = sp.csr_matrix((np.ones(doc.shape[0]), (doc, term)), shape=(m, n_terms))
+    counts.sum_duplicates()
+    return counts
+
+
+def _documents_block(rng: np.random.Generator, m: int, model: dict) -> tuple[Any, np.ndarray]:
+    counts = _document_counts(rng, m, model)
+    X = counts.multiply(model["idf"][None, :]).tocsr()
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    X = sp_row_scale(X, 1.0 / np.maximum(norms, 1e-300))
+    return X.astype(np.float32), np.column_stack([counts.sum(axis=1).A1, counts.getnnz(axis=1)])
+
+
+def sp_row_scale(X: Any, factors: np.ndarray) -> Any:
+    """Rows of a CSR matrix scaled in place of a diagonal product."""
+    X = X.tocsr(copy=True)
+    X.data *= np.repeat(factors, np.diff(X.indptr))
+    return X
+
+
+def make_documents(
+    n_documents: int, n_terms: int = 100_000, *, n_topics: int = 100, density: float = 0.001, seed: int = 0
+) -> tuple[da.Array, da.Array]:
+    """TF-IDF-like rows of a topic model: Zipf term frequencies, ``l2``-normalised TF-IDF, drawn sparse.
+
+    Terms have Zipf frequencies (exponent 1.07) raised 20-fold on average for
+    1% of the terms of each of ``n_topics`` topics; a document mixes topics
+    (``Dirichlet(0.1)``) and draws ``1 + Poisson(L)`` tokens, ``L`` set so that
+    a fraction ``density`` of its entries is nonzero. Entries are counts times
+    scikit-learn's smooth idf (estimated on a pilot of 20,000 documents of the
+    same model), rows scaled to unit norm, float32.
+
+    Returns ``(X, coords)``: X a dask array of CSR blocks, ``coords`` (n, 2)
+    each document's token count and distinct terms.
+    """
+    _check(n_documents, seed)
+    if not 0 < density < 1:
+        raise ValueError(f"density must lie in (0, 1); got {density!r}.")
+    model = _documents_model(n_terms, n_topics, density, seed)
+    return _lazy_sparse(_documents_block, n_documents, n_terms, seed, "bigdr-documents", model=model)
 
 
 GENERATORS: dict[str, Callable[..., tuple[da.Array, da.Array]]] = {

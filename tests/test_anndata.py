@@ -164,3 +164,33 @@ def test_command_line_reads_a_layer_by_name(cells, tmp_path, capsys):
     assert "no element 'layers/counts'" in capsys.readouterr().err
     assert main(["fit-transform", h5ad, str(tmp_path / "n.zarr"), "--layer", "dense", "--dataset", "X"]) == 2
     assert "not both" in capsys.readouterr().err and not (tmp_path / "n.zarr").exists()
+
+
+def test_write_anndata_streams_a_sparse_matrix_into_h5ad_and_zarr(tmp_path):
+    import pandas as pd
+
+    from bigdr.datasets import make_cells
+    from bigdr.io.anndata import write_anndata
+
+    X, coords = make_cells(2600, 300, density=0.05, seed=1)
+    ref = X.compute()
+    obs = pd.DataFrame(
+        {"cell_type": coords[:, 0].compute().astype(int).astype(str)}, index=[f"c{i}" for i in range(2600)]
+    )
+    for name in ("atlas.h5ad", "atlas.zarr"):
+        path = tmp_path / name
+        write_anndata(X, path, obs=obs, chunk_nnz=10_000)  # several blocks, several chunks
+        back = anndata.read_h5ad(path) if name.endswith(".h5ad") else anndata.read_zarr(path)
+        assert (back.X != ref).nnz == 0 and list(back.obs["cell_type"]) == list(obs["cell_type"])
+        model = bigdr.PCA(5).fit(str(path))  # read back sparse, block by block
+        np.testing.assert_allclose(model.explained_variance_, bigdr.PCA(5).fit(ref).explained_variance_, rtol=1e-6)
+        with pytest.raises(FileExistsError, match="overwrite"):
+            write_anndata(X, path)
+        write_anndata(X[:100], path, overwrite=True)  # bigdr wrote it: replaced
+    foreign = tmp_path / "foreign.h5ad"
+    anndata.AnnData(ref[:10]).write_h5ad(foreign)
+    with pytest.raises(ValueError, match="not an AnnData file written by bigdr"):
+        write_anndata(X, foreign, overwrite=True)
+    with pytest.raises(ValueError, match="obs has 3 rows"):
+        write_anndata(X, tmp_path / "bad.h5ad", obs=obs.iloc[:3])
+    assert not (tmp_path / "bad.h5ad").exists() and not list(tmp_path.glob(".bad*"))  # nothing half-written

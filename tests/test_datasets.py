@@ -85,3 +85,35 @@ def test_filaments_lie_on_their_segments_with_clumps_and_a_background():
     )
     assert np.isnan(t[~on]).all() and ((X[label == -2] >= 0) & (X[label == -2] <= 1)).all()
     assert len(segments) >= 16 and (np.linalg.norm(segments[:, 1] - segments[:, 0], axis=1) > 0).all()
+
+
+def test_negative_binomial_counts_have_the_moments_asked_for():
+    from bigdr.datasets import _nb_counts
+
+    mu = np.full((4000, 200), 0.5)
+    mu[:, 100:] = 3.0
+    C = _nb_counts(np.random.default_rng(0), mu, 2.0).toarray()
+    for cols, m in ((slice(0, 100), 0.5), (slice(100, 200), 3.0)):
+        x = C[:, cols]
+        assert abs(x.mean() - m) < 0.02 * m
+        assert abs(x.var() - (m + m * m / 2.0)) < 0.05 * (m + m * m / 2.0)  # NB: mu + mu^2 / r
+        assert abs((x == 0).mean() - (1 + m / 2.0) ** -2.0) < 0.01
+
+
+@pytest.mark.parametrize("make, width, density", [("cells", 600, 0.05), ("documents", 3000, 0.01)])
+def test_sparse_generators_are_sparse_reproducible_and_dense_free(make, width, density):
+    import scipy.sparse as sp
+
+    from bigdr.datasets import SPARSE_BLOCK_ROWS, make_cells, make_documents
+
+    fn = make_cells if make == "cells" else make_documents
+    X, coords = fn(SPARSE_BLOCK_ROWS + 500, width, density=density, seed=3)
+    assert X.chunks[0] == (SPARSE_BLOCK_ROWS, 500) and coords.shape == (X.shape[0], 2)
+    A, B = X.compute(), X.compute()
+    assert sp.issparse(A) and (A != B).nnz == 0  # the same data each time it is computed
+    assert abs(A.nnz / np.prod(A.shape) - density) < 0.2 * density
+    assert A.dtype == np.float32 and np.isfinite(A.data).all() and (A.data > 0).all()
+    if make == "documents":  # TF-IDF rows of unit norm
+        np.testing.assert_allclose(np.sqrt(A.multiply(A).sum(axis=1)).A1, 1.0, rtol=1e-5)
+    other, _ = fn(SPARSE_BLOCK_ROWS + 500, width, density=density, seed=4)
+    assert (other.blocks[0].compute() != A[:SPARSE_BLOCK_ROWS]).nnz > 0

@@ -255,3 +255,75 @@ def anndata_matrix(adata: Any, element: str | None = None) -> Any:
     if matrix is None:
         raise ValueError(f"The AnnData object's {element} is empty (None).")
     return matrix
+
+
+def write_anndata(
+    X: Any,
+    path: str | Any,
+    *,
+    obs: Any = None,
+    var: Any = None,
+    n_features: int | None = None,
+    overwrite: bool = False,
+    chunk_nnz: int = 1 << 22,
+) -> Any:
+    """Write a sparse matrix larger than memory as an AnnData ``.h5ad`` file or zarr store, atomically.
+
+    ``X``: a scipy.sparse matrix, a dask array of CSR blocks or an iterable
+    of CSR row blocks (then ``n_features``). It is streamed into AnnData's
+    CSR encoding (``X/data``, ``X/indices``, ``X/indptr``; ``encoding-type:
+    csr_matrix``) block by block; ``obs`` and ``var`` (pandas DataFrames,
+    default: indices ``"0", "1", ...``) are written by anndata's own
+    ``write_elem``. The file is written under a hidden name and renamed into
+    place; an existing path is replaced only with ``overwrite`` and only if
+    bigdr wrote it.
+    """
+    import os
+
+    import pandas as pd
+    from anndata.io import write_elem
+
+    from .outputs import check_output, publish, remove, temporary_sibling
+    from .sparse import _as_blocks, append_csr
+
+    path = os.fspath(path)
+    h5ad = path.lower().rstrip("/").endswith(".h5ad")
+    blocks, p = _as_blocks(X, n_features)
+    final = check_output(path, "anndata", overwrite=overwrite)
+    tmp = temporary_sibling(final)
+    root: Any = None
+    try:
+        if h5ad:
+            import h5py
+
+            root = h5py.File(tmp, "w")
+        else:
+            import zarr
+
+            root = zarr.open_group(str(tmp), mode="w")
+        group = root.create_group("X")
+        n = append_csr(group, blocks, p, chunk_nnz)
+        group.attrs.update({"encoding-type": "csr_matrix", "encoding-version": "0.1.0", "shape": [n, p]})
+        obs = pd.DataFrame(index=pd.RangeIndex(n).astype(str)) if obs is None else obs
+        var = pd.DataFrame(index=pd.RangeIndex(p).astype(str)) if var is None else var
+        if len(obs) != n or len(var) != p:
+            raise ValueError(f"obs has {len(obs)} rows and var {len(var)}; the matrix is {n} x {p}.")
+        write_elem(root, "obs", obs)
+        write_elem(root, "var", var)
+        for name in ("layers", "obsm", "obsp", "varm", "varp", "uns"):
+            write_elem(root, name, {})
+        root.attrs.update({"encoding-type": "anndata", "encoding-version": "0.1.0", "bigdr": True})
+        if h5ad:
+            root.close()
+        else:
+            import zarr
+
+            zarr.consolidate_metadata(str(tmp))
+        publish(tmp, final, overwrite)
+    except BaseException:
+        if h5ad and root is not None:
+            root.close()
+        if tmp.exists():
+            remove(tmp)
+        raise
+    return final

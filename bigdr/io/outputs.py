@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 #: What an output is: a zarr store of arrays, a saved model, a PNG figure.
-KINDS = ("store", "model", "png")
+KINDS = ("store", "model", "png", "anndata")
 
 #: Suffixes of single files that a store or model (a directory) must not be named with.
 _FILE_SUFFIXES = {".npy", ".npz", ".h5", ".hdf5", ".hdf", ".png", ".jpg", ".jpeg", ".pdf", ".svg", ".csv", ".txt"}
@@ -85,9 +85,19 @@ def written_by_bigdr(path: Path, kind: str) -> bool:
                 return path.is_file() and fh.read(8) == _PNG_MAGIC
         except OSError:
             return False
+    if kind == "anndata" and path.is_file():
+        try:
+            import h5py
+
+            with h5py.File(path, "r") as f:
+                return bool(f.attrs.get("bigdr")) and f.attrs.get("encoding-type") == "anndata"
+        except OSError:
+            return False
     attrs = _read_zarr_attrs(path) if path.is_dir() else None
     if attrs is None:
         return False
+    if kind == "anndata":
+        return bool(attrs.get("bigdr")) and attrs.get("encoding-type") == "anndata"
     if kind == "model":
         return attrs.get("format") == "bigdr-model"
     return "bigdr_version" in attrs and attrs.get("format") != "bigdr-model"
@@ -131,7 +141,7 @@ def check_output(
     ----------
     path : str or Path
         The output.
-    kind : {"store", "model", "png"}
+    kind : {"store", "model", "png", "anndata"}
         What will be written there; decides which existing object may be replaced.
     overwrite : bool
         Replace an existing output that bigdr wrote.
@@ -164,10 +174,13 @@ def check_output(
         )
     final = Path(path)
     suffix = final.suffix.lower()
-    what = {"store": "zarr store", "model": "saved model", "png": "PNG figure"}[kind]
+    what = {"store": "zarr store", "model": "saved model", "png": "PNG figure", "anndata": "AnnData file"}[kind]
+    article = "an" if what[0] in "AEIOU" else "a"
     if kind == "png" and suffix != ".png":
         raise ValueError(f"{final} is to be a PNG figure; give it a name ending in .png.")
-    if kind != "png" and suffix in _FILE_SUFFIXES:
+    if kind == "anndata" and suffix in _FILE_SUFFIXES:
+        raise ValueError(f"{final} is to be AnnData; name it .h5ad (a file) or .zarr (a store).")
+    if kind in ("store", "model") and suffix in _FILE_SUFFIXES:
         raise ValueError(
             f"{final} ends in {suffix}, but a {what} is a directory; give it a name ending in .zarr (or no extension)."
         )
@@ -192,7 +205,7 @@ def check_output(
             )
         if not written_by_bigdr(final, kind):
             raise ValueError(
-                f"{final} exists and is not a {what} written by bigdr, so overwrite=True (command line: "
+                f"{final} exists and is not {article} {what} written by bigdr, so overwrite=True (command line: "
                 f"--overwrite) will not replace it. Choose another path, or move it away yourself."
             )
     parent = real.parent
