@@ -1,0 +1,385 @@
+"""Sparse data at single-cell and text scale (issue 32): PCA with implicit centring, TruncatedSVD (LSA).
+
+Data (generated once into ``benchmarks/data``, by :func:`bigdr.datasets.make_cells`
+and :func:`bigdr.datasets.make_documents`, written by :func:`bigdr.io.anndata.write_anndata`):
+
+* ``cells-1M``: 1,000,000 cells x 20,000 genes, log1p of negative-binomial counts of
+  20 cell types x 30 gene programs, about 3% nonzero, as ``.h5ad`` and as AnnData zarr;
+* ``cells-100k``: 100,000 x 10,000 of the same model (its own draw), ``.h5ad``;
+* ``tfidf-1M``: 1,000,000 x 100,000 TF-IDF rows of a 100-topic model, 0.1% nonzero, ``.h5ad``.
+
+Sections (``python benchmarks/bench_sparse.py SECTION ...``; ``data`` first):
+
+* ``subset``: the 100k subset, one process each, BLAS on one thread: bigdr PCA (covariance
+  and randomized) against scanpy ``sc.pp.pca`` (its default solver) and an exact reference
+  (``X^T X`` by scipy, centred, ``scipy.linalg.eigh``: the textbook formula, none of bigdr's
+  code); TruncatedSVD against scikit-learn's randomized TruncatedSVD and the exact SVD.
+  Time, peak RSS, principal angles.
+
+Each measurement runs in a fresh process (peak RSS its own); rounds are interleaved
+and medians reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import DATA, ru_maxrss_mib, run_child, run_sections  # noqa: E402
+
+SCRIPT = Path(__file__).resolve()
+
+#: name -> (generator, rows, width, keyword arguments, files)
+DATASETS = {
+    "cells-100k": ("cells", 100_000, 10_000, {}, ("h5ad",)),
+    "cells-1M": ("cells", 1_000_000, 20_000, {}, ("h5ad", "zarr")),
+    "tfidf-1M": ("documents", 1_000_000, 100_000, {"density": 0.001}, ("h5ad",)),
+}
+
+
+def path_of(name: str, kind: str = "h5ad") -> Path:
+    return DATA / f"{name}.{kind}"
+
+
+def make_data(names: list[str]) -> dict:
+    """Generate the data sets that are missing; the time each took and its size on disk."""
+    import pandas as pd
+
+    from bigdr.datasets import make_cells, make_documents
+    from bigdr.io.anndata import open_anndata_csr, write_anndata
+
+    DATA.mkdir(parents=True, exist_ok=True)
+    made = {}
+    for name in names:
+        kind, n, p, kw, files = DATASETS[name]
+        fn = make_cells if kind == "cells" else make_documents
+        X, coords = fn(n, p, seed=0, **kw)
+        first = path_of(name, files[0])
+        t0 = time.perf_counter()
+        if not first.exists():
+            label = "cell_type" if kind == "cells" else "tokens"
+            obs = pd.DataFrame({label: coords[:, 0].compute().astype(int)}, index=pd.RangeIndex(n).astype(str))
+            write_anndata(X, first, obs=obs)
+        for other in files[1:]:  # the same matrix, copied block by block from the first file
+            if not path_of(name, other).exists():
+                write_anndata(open_anndata_csr(str(first)), path_of(name, other))
+        made[name] = {"seconds": time.perf_counter() - t0, "files": [str(path_of(name, f)) for f in files]}
+        print(name, made[name], flush=True)
+    return made
+
+
+#: One BLAS thread in every child (the issue's rule: one process, BLAS on one thread).
+ONE_BLAS = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+
+
+def child(spec: dict) -> dict:
+    """One measurement in this fresh process: time, peak RSS, and the components saved to ``spec['out']``."""
+    import dask
+
+    task, path, k = spec["task"], spec["path"], spec["k"]
+    dask.config.set(scheduler="threads", num_workers=spec.get("threads", 1))
+    result: dict = {}
+    t0 = time.perf_counter()
+    V: np.ndarray | None = None
+    if task == "floor":
+        return floor(path, spec["width"], spec.get("passes", 2))
+    if task.startswith("scanpy-") and task != "scanpy-pca":
+        return scanpy_1m(spec)
+    if task in ("bigdr-pca", "bigdr-tsvd"):
+        import bigdr
+
+        if task == "bigdr-pca":
+            model = bigdr.PCA(k, svd_solver=spec["solver"], random_state=0)
+            result["estimate_mib"] = model.estimate_memory(path).total / 2**20
+            base = ru_maxrss_mib()
+            if spec.get("cluster"):
+                from distributed import Client, LocalCluster
+
+                with (
+                    LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=spec["cluster"],
+                                 host="127.0.0.1", dashboard_address=None) as cluster,
+                    Client(cluster) as client,
+                ):  # fmt: skip
+                    from _harness import WorkerPeakRSS
+
+                    with WorkerPeakRSS(client) as workers:
+                        model.fit(path)
+                    result["worker_peaks_mib"] = workers.peaks_mib
+            else:
+                model.fit(path)
+            result.update(n_iter=model.n_iter_, angle_estimate=model.angle_, solver=model.svd_solver_)
+            result["rss_before_fit_mib"] = base
+        else:
+            model = bigdr.TruncatedSVD(k, algorithm=spec["solver"], random_state=0).fit(path)
+        V, variances = model.components_, model.explained_variance_
+    else:
+        import anndata
+
+        adata = anndata.read_h5ad(path)
+        result["read_seconds"] = time.perf_counter() - t0
+        X = adata.X
+        if task == "scanpy-pca":
+            import scanpy as sc
+
+            sc.pp.pca(adata, n_comps=k, random_state=0)  # its default solver
+            V, variances = adata.varm["PCs"].T, adata.uns["pca"]["variance"]
+            result["solver"] = "scanpy default"
+        elif task == "sklearn-tsvd":
+            from sklearn.decomposition import TruncatedSVD
+
+            model = TruncatedSVD(k, random_state=0).fit(X)  # randomized, n_iter=5: its defaults
+            V, variances = model.components_, model.explained_variance_
+        else:  # the exact references: X^T X by scipy, centred for PCA, and LAPACK's eigh
+            import scipy.linalg
+
+            n = X.shape[0]
+            G = (X.T @ X).toarray().astype(np.float64)
+            mean = np.asarray(X.sum(axis=0), dtype=np.float64).ravel() / n
+            if task == "exact-pca":
+                G -= n * np.outer(mean, mean)
+            values, vectors = scipy.linalg.eigh(G, subset_by_index=[G.shape[0] - k - 1, G.shape[0] - 1])
+            V = vectors[:, ::-1][:, :k].T
+            result["spectrum"] = (values[::-1] / (n - 1)).tolist()  # k + 1 values: the gap after k
+            variances = values[::-1][:k] / (n - 1)
+    result["seconds"] = time.perf_counter() - t0
+    result["peak_rss_mib"] = ru_maxrss_mib()
+    if V is None:
+        return result
+    np.save(spec["out"], np.asarray(V, dtype=np.float64))
+    result["variances"] = np.asarray(variances, dtype=np.float64).tolist()
+    return result
+
+
+def floor(path: str, width: int, passes: int) -> dict:
+    """The floor of a pass: read every CSR block of ``path`` and compute ``B^T (B Z)`` for a dense ``Z`` of
+    ``width`` columns, summed over blocks; the same dask threads, nothing else. Also a read-only pass and
+    a column-sums pass (what the column statistics cost)."""
+    import operator
+
+    import dask
+
+    from bigdr.blockwise.reduce import tree_reduce
+    from bigdr.io.anndata import open_anndata_csr
+    from bigdr.runtime.compute import compute
+
+    X = open_anndata_csr(path)
+    Z = np.random.default_rng(0).standard_normal((X.shape[1], width))
+    out: dict = {}
+    t0 = time.perf_counter()
+    compute(tree_reduce(X, lambda b: float(b.nnz), operator.add))
+    out["read_seconds"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    compute(tree_reduce(X, lambda b: np.asarray(b.sum(axis=0)), operator.add))
+    out["column_sums_seconds"] = time.perf_counter() - t0
+    times = []
+    for _ in range(passes):
+        t0 = time.perf_counter()
+        compute(tree_reduce(X, lambda b, Z: np.asarray(b.T @ (b @ Z)), operator.add, shared=(dask.delayed(Z),)))
+        times.append(time.perf_counter() - t0)
+    out["product_pass_seconds"] = statistics.median(times)
+    out["peak_rss_mib"] = ru_maxrss_mib()
+    return out
+
+
+def largest_angle(A: np.ndarray, B: np.ndarray) -> float:
+    """Largest principal angle (radians) between the row spaces of A and B, from its sine."""
+    Qa, Qb = np.linalg.qr(A.T)[0], np.linalg.qr(B.T)[0]
+    return float(np.arcsin(min(1.0, np.linalg.norm(Qb - Qa @ (Qa.T @ Qb), 2))))
+
+
+def _measure(specs: dict[str, dict], rounds: int) -> dict[str, dict]:
+    """Each spec in a fresh process, ``rounds`` times interleaved; medians, and the last components."""
+    import tempfile
+
+    runs: dict[str, list[dict]] = {name: [] for name in specs}
+    with tempfile.TemporaryDirectory(dir=DATA) as tmp:
+        components = {}
+        for r in range(rounds):
+            for name, spec in specs.items():
+                if r > 0 and spec.get("once"):
+                    continue
+                out = str(Path(tmp) / f"{name}.npy")
+                runs[name].append(run_child(SCRIPT, json.dumps({**spec, "out": out}), env=ONE_BLAS, timeout=7200))
+                components[name] = np.load(out)
+                print(name, {k: v for k, v in runs[name][-1].items() if k not in ("variances", "spectrum")}, flush=True)
+    summary = {}
+    for name, got in runs.items():
+        last = got[-1]
+        summary[name] = {
+            **{k: v for k, v in last.items() if k not in ("seconds", "peak_rss_mib")},
+            "seconds": statistics.median(g["seconds"] for g in got),
+            "seconds_all": [g["seconds"] for g in got],
+            "peak_rss_mib": max(g["peak_rss_mib"] for g in got),
+            "components": components[name],
+        }
+    return summary
+
+
+def subset(rounds: int) -> tuple[dict, str]:
+    path, k = str(path_of("cells-100k")), 50
+    pca = {
+        "exact": {"task": "exact-pca", "once": True},
+        "scanpy sc.pp.pca (default)": {"task": "scanpy-pca"},
+        "bigdr PCA covariance, 1 thread": {"task": "bigdr-pca", "solver": "covariance"},
+        "bigdr PCA covariance, 2 threads": {"task": "bigdr-pca", "solver": "covariance", "threads": 2},
+        "bigdr PCA randomized, 1 thread": {"task": "bigdr-pca", "solver": "randomized"},
+        "bigdr PCA auto, 1 thread": {"task": "bigdr-pca", "solver": "auto"},
+    }
+    svd = {
+        "exact SVD": {"task": "exact-svd", "once": True},
+        "scikit-learn TruncatedSVD (randomized, defaults)": {"task": "sklearn-tsvd"},
+        "bigdr TruncatedSVD randomized, 1 thread": {"task": "bigdr-tsvd", "solver": "randomized"},
+        "bigdr TruncatedSVD covariance, 1 thread": {"task": "bigdr-tsvd", "solver": "covariance"},
+    }
+    got = _measure({n: {**s, "path": path, "k": k} for n, s in {**pca, **svd}.items()}, rounds)
+    spectrum = got["exact"]["spectrum"]
+    rows, out = [], {}
+    for group, ref in ((pca, "exact"), (svd, "exact SVD")):
+        exact = got[ref]["components"]
+        for name in group:
+            g = got[name]
+            angle = largest_angle(g["components"], exact)
+            angle10 = largest_angle(g["components"][:10], exact[:10])
+            err = float(np.max(np.abs(np.array(g["variances"]) / np.array(got[ref]["variances"]) - 1)))
+            out[name] = {**{k2: v for k2, v in g.items() if k2 != "components"}, "angle_top50": angle,
+                         "angle_top10": angle10, "variance_rel_error": err}  # fmt: skip
+            extra = f"{g['n_iter']} passes, est. {g['angle_estimate']:.1e}" if "n_iter" in g else ""
+            rows.append(
+                f"| {name} | {g['seconds']:.1f} | {g['peak_rss_mib'] / 1024:.2f} | {angle:.1e} | {angle10:.1e} | "
+                f"{err:.1e} | {extra} |"
+            )
+    scanpy_t = out["scanpy sc.pp.pca (default)"]["seconds"]
+    ratio = out["bigdr PCA auto, 1 thread"]["seconds"] / scanpy_t
+    md = (
+        "## 100,000 x 10,000 log-counts (`cells-100k.h5ad`), top 50 components\n\n"
+        "Each row a fresh process, BLAS on one thread; median of the rounds (seconds), peak RSS of the process "
+        "(GiB). bigdr reads the `.h5ad` file lazily, block by block; scanpy and scikit-learn read it whole "
+        "first (their time includes the read, given apart in the JSON). Angles: largest principal angle "
+        "(radians) to the exact reference over the top 50 and the top 10 components; variance error: largest "
+        "relative error of the explained variances.\n\n"
+        "| method | time (s) | peak RSS (GiB) | angle, top 50 | angle, top 10 | variance error | randomized |\n"
+        "| --- | --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows) + "\n\n"
+        f"Spectrum of the exact covariance at components 49, 50, 51: {spectrum[48]:.4g}, {spectrum[49]:.4g}, "
+        f"{spectrum[50]:.4g} (gap after 50: {100 * (1 - spectrum[50] / spectrum[49]):.1f}%). "
+        f"bigdr PCA (auto) / scanpy sc.pp.pca time: {ratio:.2f}.\n"
+    )
+    return {"rounds": rounds, "results": out, "spectrum_top51": spectrum}, md
+
+
+def scanpy_1m(spec: dict) -> dict:
+    """scanpy on the 1M file: in memory (``read_h5ad`` then ``sc.pp.pca``) or its dask path (lazy CSR chunks)."""
+    import anndata
+    import scanpy as sc
+
+    t0 = time.perf_counter()
+    if spec["task"] == "scanpy-memory":
+        adata = anndata.read_h5ad(spec["path"])
+    else:
+        import h5py
+        from anndata.experimental import read_elem_lazy
+
+        f = h5py.File(spec["path"], "r")
+        adata = anndata.AnnData(X=read_elem_lazy(f["X"]))
+    read = time.perf_counter() - t0
+    sc.pp.pca(adata, n_comps=spec["k"], random_state=0)
+    pcs = adata.obsm["X_pca"]
+    if hasattr(pcs, "compute"):
+        pcs = pcs.compute()
+    return {"read_seconds": read, "seconds": time.perf_counter() - t0, "peak_rss_mib": ru_maxrss_mib()}
+
+
+def atlas(rounds: int) -> tuple[dict, str]:
+    """1M x 20,000 from the .h5ad on disk: bigdr's passes against the floor, scanpy's two paths, a 2-worker cluster."""
+    import tempfile
+
+    path, k = str(path_of("cells-1M")), 50
+    out: dict = {}
+    with tempfile.TemporaryDirectory(dir=DATA) as tmp:
+        two = {**ONE_BLAS}
+        spec = {"task": "bigdr-pca", "solver": "auto", "path": path, "k": k, "threads": 2}
+        out["bigdr"] = run_child(SCRIPT, json.dumps({**spec, "out": f"{tmp}/single.npy"}), env=two, timeout=14400)
+        print("bigdr", out["bigdr"], flush=True)
+        width = k + 10
+        out["floor"] = run_child(SCRIPT, json.dumps({"task": "floor", "path": path, "k": k, "width": width,
+                                                     "threads": 2, "out": ""}), env=two, timeout=7200)  # fmt: skip
+        print("floor", out["floor"], flush=True)
+        cluster = {**spec, "cluster": "2GiB", "out": f"{tmp}/cluster.npy"}
+        try:
+            out["cluster"] = run_child(SCRIPT, json.dumps(cluster), env=two, timeout=14400)
+            out["cluster"]["angle_to_single"] = largest_angle(
+                np.load(f"{tmp}/cluster.npy"), np.load(f"{tmp}/single.npy")
+            )
+        except RuntimeError as exc:
+            out["cluster"] = {"failed": str(exc)[-800:]}
+        print("cluster", out["cluster"], flush=True)
+        for task in ("scanpy-memory", "scanpy-dask"):
+            try:
+                out[task] = run_child(SCRIPT, json.dumps({"task": task, "path": path, "k": k, "out": ""}),
+                                      env=ONE_BLAS, timeout=14400)  # fmt: skip
+            except RuntimeError as exc:
+                out[task] = {"failed": str(exc)[-800:]}
+            print(task, out[task], flush=True)
+    b, f = out["bigdr"], out["floor"]
+    passes = b["n_iter"]
+    fit_products = b["seconds"] - f["column_sums_seconds"]
+    per_pass = fit_products / passes
+    out["per_pass_seconds"], out["per_pass_over_floor"] = per_pass, per_pass / f["product_pass_seconds"]
+
+    def row(name: str, r: dict) -> str:
+        if "failed" in r:
+            return f"| {name} | failed: {r['failed'].strip().splitlines()[-1][:160]} | | |"
+        peak = max([r["peak_rss_mib"], *r.get("worker_peaks_mib", [])]) / 1024
+        return f"| {name} | {r['seconds']:.0f} | {peak:.2f} | {r.get('read_seconds', float('nan')):.0f} |"
+
+    md = (
+        "## 1,000,000 x 20,000 log-counts from `cells-1M.h5ad` (3% nonzero; 4.8 GB of CSR), top 50 components\n\n"
+        "One run each (each takes minutes), 2 dask threads for bigdr and the floor, BLAS on one thread per "
+        "thread. The floor reads the same CSR blocks and computes `B^T (B Z)` for a dense `Z` of the same width "
+        "(k + oversamples = 60) with nothing else, on the same threads.\n\n"
+        "| run | time (s) | peak RSS (GiB) | read (s) |\n| --- | --- | --- | --- |\n"
+        + "\n".join(
+            [
+                row("bigdr PCA(50), auto, from the file", b),
+                row("bigdr PCA(50), 2-worker local cluster, 2 GiB each (peak: largest process)", out["cluster"]),
+                row("scanpy sc.pp.pca, in memory (read_h5ad first)", out["scanpy-memory"]),
+                row("scanpy sc.pp.pca, dask path (lazy CSR chunks)", out["scanpy-dask"]),
+            ]
+        )  # fmt: skip
+        + f"\n\nbigdr: solver {b['solver']}, {passes} product passes + 1 column-statistics pass; estimated "
+        f"angle to the exact components {b['angle_estimate']:.2g} rad; memory estimate {b['estimate_mib'] / 1024:.2f} "
+        f"GiB against a measured peak of {b['peak_rss_mib'] / 1024:.2f} GiB ({b['rss_before_fit_mib'] / 1024:.2f} GiB "
+        f"before the fit).\n\n"
+        f"Floor: read-only pass {f['read_seconds']:.1f} s, column sums {f['column_sums_seconds']:.1f} s, one product "
+        f"pass {f['product_pass_seconds']:.1f} s. bigdr per product pass: {per_pass:.1f} s, "
+        f"{out['per_pass_over_floor']:.2f}x the floor.\n"
+    )
+    if "angle_to_single" in out["cluster"]:
+        md += (
+            f"\nCluster against single process: largest principal angle {out['cluster']['angle_to_single']:.1e} rad.\n"
+        )
+    return out, md
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("sections", nargs="+")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    if args.sections == ["data"]:
+        make_data(list(DATASETS))
+        return
+    run_sections("sparse", {"subset": lambda: subset(args.rounds), "atlas": lambda: atlas(1)}, args.sections)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "child":
+        print(json.dumps(child(json.loads(sys.argv[2]))))
+    else:
+        main()
