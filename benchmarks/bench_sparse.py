@@ -28,6 +28,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -64,9 +65,26 @@ def make_data(names: list[str]) -> dict:
         first = path_of(name, files[0])
         t0 = time.perf_counter()
         if not first.exists():
+            labels: list[np.ndarray] = []
+
+            def blocks(X=X, coords=coords, labels=labels):  # X and its labels from the same pass
+                from bigdr.runtime.compute import compute
+
+                xs, cs = X.to_delayed().ravel(), coords.to_delayed().ravel()
+                for i in range(0, len(xs), 2):
+                    got = compute(*xs[i : i + 2], *cs[i : i + 2])
+                    labels.extend(c[:, 0] for c in got[len(got) // 2 :])
+                    yield from got[: len(got) // 2]
+
+            write_anndata(blocks(), first, n_features=p)
             label = "cell_type" if kind == "cells" else "tokens"
-            obs = pd.DataFrame({label: coords[:, 0].compute().astype(int)}, index=pd.RangeIndex(n).astype(str))
-            write_anndata(X, first, obs=obs)
+            obs = pd.DataFrame({label: np.concatenate(labels).astype(int)}, index=pd.RangeIndex(n).astype(str))
+            import h5py
+            from anndata.io import write_elem
+
+            with h5py.File(first, "r+") as f:
+                del f["obs"]
+                write_elem(f, "obs", obs)
         for other in files[1:]:  # the same matrix, copied block by block from the first file
             if not path_of(name, other).exists():
                 write_anndata(open_anndata_csr(str(first)), path_of(name, other))
@@ -83,7 +101,7 @@ def child(spec: dict) -> dict:
     """One measurement in this fresh process: time, peak RSS, and the components saved to ``spec['out']``."""
     import dask
 
-    task, path, k = spec["task"], spec["path"], spec["k"]
+    task, path, k = spec["task"], spec.get("path", ""), spec.get("k", 0)
     dask.config.set(scheduler="threads", num_workers=spec.get("threads", 1))
     result: dict = {}
     t0 = time.perf_counter()
@@ -92,6 +110,10 @@ def child(spec: dict) -> dict:
         return floor(path, spec["width"], spec.get("passes", 2))
     if task.startswith("scanpy-") and task != "scanpy-pca":
         return scanpy_1m(spec)
+    if task.startswith("lsa-"):
+        return lsa_child(spec)
+    if task == "newcomer":
+        return newcomer_child(spec)
     if task in ("bigdr-pca", "bigdr-tsvd"):
         import bigdr
 
@@ -367,6 +389,187 @@ def atlas(rounds: int) -> tuple[dict, str]:
     return out, md
 
 
+def lsa_child(spec: dict) -> dict:
+    """LSA (100 factors) of the TF-IDF rows by one library: on the 1M file (time, memory) or a 100k-row subset."""
+    task, k, path = spec["task"], spec["k"], spec["path"]
+    t0 = time.perf_counter()
+    if spec.get("subset"):
+        from bigdr.io.anndata import open_anndata_csr
+
+        X = open_anndata_csr(path)[: spec["subset"]].compute()
+    elif task != "lsa-bigdr":
+        import anndata
+
+        X = anndata.read_h5ad(path).X
+    else:
+        X = path
+    read = time.perf_counter() - t0
+    if task == "lsa-bigdr":
+        import bigdr
+
+        model = bigdr.TruncatedSVD(k, random_state=0).fit(X)
+        V, s = model.components_, model.singular_values_
+    elif task == "lsa-sklearn":
+        from sklearn.decomposition import TruncatedSVD
+
+        model = TruncatedSVD(k, random_state=0).fit(X)
+        V, s = model.components_, model.singular_values_
+    elif task == "lsa-gensim":
+        from gensim.matutils import Sparse2Corpus
+        from gensim.models import LsiModel
+
+        corpus = Sparse2Corpus(X, documents_columns=False)
+        model = LsiModel(corpus, num_topics=k, id2word={i: str(i) for i in range(X.shape[1])}, random_seed=0)
+        V, s = model.projection.u.T, model.projection.s
+    else:  # the exact reference: ARPACK to machine precision
+        from scipy.sparse.linalg import svds
+
+        v0 = np.random.default_rng(0).uniform(-1, 1, min(X.shape))
+        _, s, V = svds(X.astype(np.float64), k=k, tol=0, v0=v0)
+        order = np.argsort(s)[::-1]
+        s, V = s[order], V[order]
+    np.save(spec["out"], np.asarray(V, dtype=np.float64))
+    return {"read_seconds": read, "seconds": time.perf_counter() - t0, "peak_rss_mib": ru_maxrss_mib(),
+            "singular_values": np.asarray(s, dtype=np.float64).tolist()}  # fmt: skip
+
+
+def lsa(rounds: int) -> tuple[dict, str]:
+    """LSA of the 1M x 100,000 TF-IDF rows: bigdr, scikit-learn and gensim; accuracy on a 100k-row subset."""
+    import tempfile
+
+    path, k, sub = str(path_of("tfidf-1M")), 100, 100_000
+    libraries = {"bigdr TruncatedSVD": "lsa-bigdr", "scikit-learn TruncatedSVD": "lsa-sklearn",
+                 "gensim LsiModel": "lsa-gensim"}  # fmt: skip
+    out: dict = {"full": {}, "subset": {}}
+    with tempfile.TemporaryDirectory(dir=DATA) as tmp:
+        for part, extra in (("subset", {"subset": sub}), ("full", {})):
+            tasks = {**libraries, **({"exact (ARPACK, tol=0)": "lsa-exact"} if part == "subset" else {})}
+            for name, task in tasks.items():
+                spec = {"task": task, "path": path, "k": k, "threads": 2, "out": f"{tmp}/{part}-{task}.npy", **extra}
+                try:
+                    out[part][name] = run_child(SCRIPT, json.dumps(spec), env=ONE_BLAS, timeout=14400)
+                    out[part][name]["V"] = np.load(spec["out"])
+                except RuntimeError as exc:
+                    out[part][name] = {"failed": str(exc)[-800:]}
+                print(part, name, {a: b for a, b in out[part][name].items() if a not in ("V", "singular_values")})
+        exact = out["subset"]["exact (ARPACK, tol=0)"]
+        rows = []
+        for name in libraries:
+            f, s_ = out["full"][name], out["subset"][name]
+            if "failed" in s_ or "failed" in f:
+                rows.append(f"| {name} | failed | | | | |")
+                continue
+            s_["angle_top100"] = largest_angle(s_.pop("V"), exact["V"])
+            s_["angle_top10"] = largest_angle(np.load(f"{tmp}/subset-{libraries[name]}.npy")[:10], exact["V"][:10])
+            rel = np.abs(np.array(s_["singular_values"]) / np.array(exact["singular_values"]) - 1)
+            s_["sv_rel_error_max"], s_["sv_rel_error_top10"] = float(rel.max()), float(rel[:10].max())
+            f.pop("V", None)
+            rows.append(f"| {name} | {f['seconds']:.0f} | {f['peak_rss_mib'] / 1024:.2f} | {s_['angle_top10']:.1e} | "
+                        f"{s_['angle_top100']:.1e} | {s_['sv_rel_error_top10']:.1e} / {s_['sv_rel_error_max']:.1e} |")  # fmt: skip
+        exact.pop("V", None)
+        for r in out["full"].values():
+            r.pop("V", None)
+    sv = exact["singular_values"]
+    md = (
+        "## LSA: 1,000,000 x 100,000 TF-IDF rows (`tfidf-1M.h5ad`, 0.1% nonzero), 100 factors\n\n"
+        "Time and peak RSS on the 1M file, one run each (BLAS on one thread; bigdr on 2 dask threads, reading "
+        "the file block by block; scikit-learn and gensim read it whole first, read included). Accuracy of "
+        "each library fitted on the first 100,000 rows, against ARPACK's SVD to machine precision (tol=0): "
+        "largest principal angle (rad) of the top 10 and top 100 right singular vectors, and the largest "
+        "relative error of the singular values (top 10 / all 100). Each library with its defaults.\n\n"
+        "| library | time, 1M (s) | peak RSS, 1M (GiB) | angle, top 10 | angle, top 100 | singular values |\n"
+        "| --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows) + "\n\n"
+        f"Exact singular values of the subset at 10, 99, 100: {sv[9]:.4g}, {sv[98]:.4g}, {sv[99]:.4g}.\n"
+    )
+    return out, md
+
+
+def newcomer_child(spec: dict) -> dict:
+    """One newcomer's case in a fresh process."""
+    import warnings
+
+    import bigdr
+    from bigdr.datasets import make_cells, make_documents
+
+    case, out = spec["case"], {}
+    if case == "flat":  # one cell type, no programs: log-counts whose spectrum has no structure
+        X = make_cells(50_000, 5_000, n_types=1, n_programs=0, seed=1)[0].compute()
+        G = (X.T @ X).toarray().astype(np.float64)
+        mean = np.asarray(X.sum(axis=0), dtype=np.float64).ravel() / X.shape[0]
+        G -= X.shape[0] * np.outer(mean, mean)
+        import scipy.linalg
+
+        exact = scipy.linalg.eigh(G, subset_by_index=[G.shape[0] - 50, G.shape[0] - 1])[1][:, ::-1].T
+        for solver in ("auto", "randomized"):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                t0 = time.perf_counter()
+                model = bigdr.PCA(50, svd_solver=solver, random_state=0).fit(X)
+                seconds = time.perf_counter() - t0
+            out[solver] = {"solver": model.svd_solver_, "seconds": seconds, "angle": largest_angle(model.components_, exact),
+                           "angle_estimate": model.angle_, "passes": model.n_iter_,
+                           "warnings": [str(w.message)[:300] for w in caught]}  # fmt: skip
+        return out
+    if case == "anndata":
+        import anndata
+
+        X = make_cells(50_000, 5_000, seed=2)[0].compute()
+        adata = anndata.AnnData(X)
+        for name, data in (("X", X), ("AnnData", adata), ("X", X), ("AnnData", adata)):
+            t0 = time.perf_counter()
+            bigdr.PCA(50).fit(data)
+            out.setdefault(name, []).append(time.perf_counter() - t0)
+        return out
+    import psutil
+
+    if case == "dense":
+        X = np.random.default_rng(0).standard_normal((30_000, 20_000), dtype=np.float32)
+        model: Any = bigdr.PCA(50, random_state=0)
+    else:
+        X = make_documents(100_000, 50_000, density=0.002, seed=3)[0].compute()
+        model = bigdr.TruncatedSVD(100, random_state=0)
+    from _harness import PeakRSS
+
+    estimate = model.estimate_memory(X)
+    before = psutil.Process().memory_info().rss
+    with PeakRSS() as rss:
+        t0 = time.perf_counter()
+        model.fit(X)
+        seconds = time.perf_counter() - t0
+    return {"estimate_mib": estimate.total / 2**20, "estimate": estimate.describe(), "measured_mib": (rss.peak - before) / 2**20,
+            "seconds": seconds, "solver": getattr(model, "svd_solver_", getattr(model, "algorithm", ""))}  # fmt: skip
+
+
+def newcomer(rounds: int) -> tuple[dict, str]:
+    """The newcomer's cases of issue 32: a flat spectrum, two memory estimates, an AnnData object."""
+    out = {case: run_child(SCRIPT, json.dumps({"task": "newcomer", "case": case, "threads": 2}), env=ONE_BLAS, timeout=7200)
+           for case in ("flat", "dense", "tfidf", "anndata")}  # fmt: skip
+    f, d, t, a = out["flat"], out["dense"], out["tfidf"], out["anndata"]
+    x, obj = statistics.median(a["X"]), statistics.median(a["AnnData"])
+
+    def warned(r: dict) -> str:
+        return r["warnings"][0][:160] + "..." if r["warnings"] else "none"
+
+    md = (
+        "## The newcomer's cases\n\n"
+        "Fresh process each, 2 dask threads, BLAS on one thread per thread.\n\n"
+        "| case | result |\n| --- | --- |\n"
+        f"| 50,000 x 5,000 flat-spectrum log-counts, `PCA(50)` defaults | solver {f['auto']['solver']}, "
+        f"{f['auto']['seconds']:.1f} s, angle to exact {f['auto']['angle']:.1e} rad; warning: {warned(f['auto'])} |\n"
+        f"| the same, `svd_solver='randomized'` | {f['randomized']['passes']} passes, {f['randomized']['seconds']:.1f} s, "
+        f"angle {f['randomized']['angle']:.2f} rad (estimated {f['randomized']['angle_estimate']:.2f}); warning: "
+        f"{warned(f['randomized'])} |\n"
+        f"| 30,000 x 20,000 dense float32 `PCA(50)` | solver {d['solver']}, estimate {d['estimate_mib'] / 1024:.2f} GiB, "
+        f"measured peak above the data {d['measured_mib'] / 1024:.2f} GiB (ratio {d['estimate_mib'] / d['measured_mib']:.2f}), "
+        f"{d['seconds']:.0f} s |\n"
+        f"| 100,000 x 50,000 TF-IDF `TruncatedSVD(100)` | estimate {t['estimate_mib'] / 1024:.2f} GiB, measured "
+        f"{t['measured_mib'] / 1024:.2f} GiB (ratio {t['estimate_mib'] / t['measured_mib']:.2f}), {t['seconds']:.0f} s |\n"
+        f"| 50,000-cell AnnData object to `PCA(50)` | {obj:.2f} s against {x:.2f} s for its `X` "
+        f"(ratio {obj / x:.2f}; medians of 2) |\n"
+    )
+    return out, md
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("sections", nargs="+")
@@ -375,7 +578,16 @@ def main() -> None:
     if args.sections == ["data"]:
         make_data(list(DATASETS))
         return
-    run_sections("sparse", {"subset": lambda: subset(args.rounds), "atlas": lambda: atlas(1)}, args.sections)
+    run_sections(
+        "sparse",
+        {
+            "subset": lambda: subset(args.rounds),
+            "atlas": lambda: atlas(1),
+            "lsa": lambda: lsa(1),
+            "newcomer": lambda: newcomer(1),
+        },
+        args.sections,
+    )
 
 
 if __name__ == "__main__":

@@ -256,3 +256,43 @@ def test_an_anndata_object_is_read_as_its_matrix(data, tmp_path):
         bigdr.Isomap().fit(adata)  # a method that needs dense rows says which route works
     with pytest.raises(ValueError, match="no layers\\['counts'\\]"):
         bigdr.PCA(2).fit(bigdr.as_array(adata, dataset="layers/counts"))
+
+
+def test_implicit_scaling_equals_pca_of_the_standardised_matrix(data):
+    X, _ = data
+    X = X.tolil()
+    X[:, 7] = 0.0  # a constant feature keeps scale 1, as in scanpy
+    X = X.tocsr()
+    dense = X.toarray()
+    sd = dense.std(axis=0, ddof=1)
+    sd[sd == 0] = 1.0
+    standardised = (dense - dense.mean(axis=0)) / sd
+    ref = SkPCA(4, svd_solver="full").fit(standardised)
+    for solver in ("covariance", "tsqr", "randomized"):
+        data_in = dense if solver == "tsqr" else X
+        model = bigdr.PCA(4, scale=True, svd_solver=solver, random_state=0, tol=1e-12, max_iter=100).fit(data_in)
+        assert angles(model.components_, ref.components_) <= 1e-8, solver
+        np.testing.assert_allclose(model.explained_variance_, ref.explained_variance_, rtol=1e-8)
+        np.testing.assert_allclose(model.scale_, sd, rtol=1e-10)
+        Y = model.transform(data_in)
+        np.testing.assert_allclose(np.abs(Y), np.abs(ref.transform(standardised)), rtol=1e-6, atol=1e-8)
+    batches = bigdr.PCA(4, scale=True)
+    for start in range(0, X.shape[0], 700):
+        batches.partial_fit(X[start : start + 700])  # the unscaled state merges; scaled at the eigensolve
+    assert angles(batches.components_, ref.components_) <= 1e-8
+    back = model.inverse_transform(model.transform(X))  # the scaled space's projection, mapped back
+    np.testing.assert_allclose(back, ref.inverse_transform(ref.transform(standardised)) * sd + dense.mean(0), atol=1e-8)
+    with pytest.raises(ValueError, match="scale=True needs"):
+        bigdr.PCA(4, scale=True, svd_solver="samples").fit(dense)
+
+
+def test_implicit_scaling_equals_scanpy_scale_then_pca(data):
+    sc = pytest.importorskip("scanpy")
+    anndata = pytest.importorskip("anndata")
+    X, _ = data
+    adata = anndata.AnnData(X.toarray())
+    sc.pp.scale(adata)  # zero_center=True, no max_value
+    sc.pp.pca(adata, n_comps=4, svd_solver="arpack")
+    model = bigdr.PCA(4, scale=True).fit(X)  # X stays sparse
+    assert angles(model.components_, adata.varm["PCs"].T) <= 1e-6
+    np.testing.assert_allclose(model.explained_variance_, adata.uns["pca"]["variance"], rtol=1e-5)

@@ -32,6 +32,7 @@ def randomized_scatter_eig(
     *,
     max_iter: int = 50,
     criterion: str = "residual",
+    scale: np.ndarray | None = None,
 ) -> Eigenpairs:
     """Top eigenpairs of the scatter of ``X - mean`` by randomized subspace iteration.
 
@@ -45,7 +46,10 @@ def randomized_scatter_eig(
     until the ``n_components`` pairs meet it by ``criterion``: their largest
     relative residual, or the estimated angle to the exact eigenvectors
     (both reported, with the passes made).
-    A sparse ``X`` is centred implicitly and never densified.
+    A sparse ``X`` is centred implicitly and never densified. With
+    ``scale`` (one value per feature), the operator is ``D^-1 Xc^T Xc D^-1``,
+    ``D = diag(scale)``, applied as ``D^-1 (Xc^T (Xc (D^-1 Z)))``: the scaled
+    matrix is never formed either.
     """
     n, p = X.shape
     width = int(min(n_components + n_oversamples, p, n))
@@ -61,6 +65,12 @@ def randomized_scatter_eig(
         def apply(Z: np.ndarray) -> np.ndarray:
             Zd = da.from_array(Z, chunks=(X.chunks[1], Z.shape[1]))
             return np.asarray(compute(Xc.T @ (Xc @ Zd))[0], dtype=np.float64)
+
+    if scale is not None:
+        unscaled, inverse = apply, 1.0 / np.asarray(scale, dtype=np.float64)[:, None]
+
+        def apply(Z: np.ndarray) -> np.ndarray:
+            return inverse * unscaled(inverse * Z)
 
     eig = randomized_eigh(
         apply, p, width, n_iter, random_state, tol=tol, n_check=n_components, max_iter=max_iter, criterion=criterion

@@ -80,6 +80,12 @@ def scanpy_pca_entries(model: Any, key: str, zero_center: bool) -> dict[str, Any
     }
 
 
+def _feature_scale(scatter_diagonal: np.ndarray, n: int) -> np.ndarray:
+    """Standard deviation of each feature from the diagonal of the scatter; 1 where it is 0 (scanpy's rule)."""
+    sd = np.sqrt(np.maximum(np.asarray(scatter_diagonal, dtype=np.float64), 0.0) / max(n - 1, 1))
+    return np.where(sd > 0, sd, 1.0)
+
+
 def _is_sparse(Xd: da.Array) -> bool:
     return hasattr(Xd._meta, "tocsr")
 
@@ -108,20 +114,23 @@ def _project_and_score(
     variances: np.ndarray,
     whiten: bool,
     residual: bool,
+    scale: np.ndarray,
 ) -> np.ndarray:
     """Projection of a block and each row's drift score (Q residual, or T^2 when nothing is discarded).
 
-    A sparse block is centred implicitly: ``(x - m) V^T = x V^T - m V^T`` and
-    ``|x - m|^2 = |x|^2 - 2 x.m + |m|^2``, so it is never densified.
+    Rows are centred and divided by ``scale`` implicitly: a sparse block gives
+    ``((x - m) / s) V^T = x (V / s)^T - (m / s) V^T`` and ``|(x - m) / s|^2 =
+    (x^2).s^-2 - 2 x.(m s^-2) + |m / s|^2``, so it is never densified.
     """
-    V = components.T.astype(np.float64)
+    V = components.T.astype(np.float64) / scale[:, None]
     if hasattr(block, "tocsr"):
         X: Any = block.astype(np.float64)
         Y = np.asarray(X @ V) - mean @ V
-        sq = np.asarray(X.multiply(X).sum(axis=1)).ravel() - 2 * np.asarray(X @ mean).ravel() + mean @ mean
+        inv2 = scale**-2.0
+        sq = np.asarray(X.multiply(X) @ inv2).ravel() - 2 * np.asarray(X @ (mean * inv2)).ravel() + mean**2 @ inv2
     else:
-        centred = np.asarray(block, dtype=np.float64) - mean
-        Y = centred @ V
+        centred = (np.asarray(block, dtype=np.float64) - mean) / scale
+        Y = centred @ (V * scale[:, None])
         sq = np.einsum("ij,ij->i", centred, centred)
     if residual:  # |x_c|^2 - |y|^2: the components are orthonormal; float64 keeps the difference exact enough
         score = sq - np.einsum("ij,ij->i", Y, Y)
@@ -169,6 +178,18 @@ class PCA(BigdrEstimator):
         bytes) fit the memory limit; else ``randomized``.
     whiten : bool
         Scale the embedding to unit variance per component.
+    scale : bool
+        Divide each feature by its standard deviation first (PCA of the
+        correlation matrix), as scanpy's ``sc.pp.scale`` before ``sc.pp.pca``,
+        but implicitly: the scaled matrix is never formed, so sparse data stay
+        sparse. The covariance is rescaled, ``D^-1 C D^-1`` with ``D`` the
+        standard deviations; the randomized solver applies ``D^-1`` to its
+        products; ``transform`` computes ``((x - mean_) / scale_) V^T``.
+        Features of zero variance keep a scale of 1, as in scanpy.
+        scanpy's ``max_value`` clipping is not offered: a clipped value
+        depends on the scaled entry itself, zeros included, so it cannot be
+        applied without forming the dense scaled matrix. Not with
+        ``svd_solver="samples"``.
     n_oversamples, n_iter : int
         Extra random directions, and the least number of power iterations
         (passes over the data) of the randomized solver.
@@ -197,6 +218,9 @@ class PCA(BigdrEstimator):
     explained_variance_, explained_variance_ratio_, singular_values_ : ndarray (k,)
         As in scikit-learn.
     mean_ : ndarray (n_features,)
+    scale_ : ndarray (n_features,)
+        The standard deviation of each feature with ``scale=True`` (1 for
+        constant features), else ones; ``components_`` live in the scaled space.
     n_components_, n_samples_seen_, n_features_in_ : int
     n_components_rule_ : int
         What ``n_components`` says for all rows seen. A rule ("mp",
@@ -285,6 +309,7 @@ class PCA(BigdrEstimator):
         *,
         svd_solver: str = "auto",
         whiten: bool = False,
+        scale: bool = False,
         n_oversamples: int = 10,
         n_iter: int = 4,
         tol: float = 1e-6,
@@ -294,6 +319,7 @@ class PCA(BigdrEstimator):
         self.n_components = n_components
         self.svd_solver = svd_solver
         self.whiten = whiten
+        self.scale = scale
         self.n_oversamples = n_oversamples
         self.n_iter = n_iter
         self.tol = tol
@@ -324,8 +350,11 @@ class PCA(BigdrEstimator):
         check_int(self.n_iter, "n_iter", low=0)
         check_int(self.max_iter, "max_iter", low=0)
         check_real(self.tol, "tol", low=0.0)
-        if not isinstance(self.whiten, (bool, np.bool_)):
-            raise TypeError(f"whiten must be True or False; got {self.whiten!r}.")
+        for name in ("whiten", "scale"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name} must be True or False; got {getattr(self, name)!r}.")
+        if self.scale and self.svd_solver == "samples":
+            raise ValueError("scale=True needs svd_solver='covariance', 'tsqr', 'randomized' or 'auto'.")
 
     def _choose_solver(self, n: int, p: int, sparse: bool = False) -> str:
         if sparse:
@@ -347,7 +376,7 @@ class PCA(BigdrEstimator):
                     f"{MAX_COVARIANCE_FEATURES} features. Use n_components='mp' or an int."
                 )
             return "covariance"
-        if n < p and n <= MAX_SAMPLES_GRAM:
+        if n < p and n <= MAX_SAMPLES_GRAM and not self.scale:
             return "samples"
         if self._covariance_fits(p, sparse):
             return "covariance"
@@ -428,11 +457,13 @@ class PCA(BigdrEstimator):
         (col,) = compute(column_statistics(Xd))
         self.n_components_rule_ = int(k)
         tol = float(self.tol) or None
+        scale = _feature_scale(col.scatter, n) if self.scale else None
         eig = randomized_scatter_eig(
             Xd, col.mean, k, self.n_oversamples, self.n_iter, self.seed_,
-            tol=tol, max_iter=max(self.max_iter, self.n_iter), criterion="angle",
+            tol=tol, max_iter=max(self.max_iter, self.n_iter), criterion="angle", scale=scale,
         )  # fmt: skip
-        self._set_fitted(eig.values, eig.vectors, n, col.mean, col.scatter.sum(), Xd.dtype, k)
+        total = col.scatter.sum() if scale is None else (col.scatter / scale**2).sum()
+        self._set_fitted(eig.values, eig.vectors, n, col.mean, total, Xd.dtype, k, scale)
         self.n_iter_ = int(eig.n_iter) + 1
         self.angle_ = float(np.arcsin(min(eig.angle, 1.0)))
         if tol is not None and self.angle_ > tol:
@@ -496,6 +527,15 @@ class PCA(BigdrEstimator):
         self.n_features_in_ = int(p)
         if n < 2:
             return  # partial_fit: components exist once two rows have been seen
+        scale = None
+        if self.scale:  # the correlation matrix D^-1 C D^-1, from the unscaled state (which is what merges)
+            diagonal = np.diag(state.scatter) if isinstance(state, Moments) else np.einsum("ij,ij->j", state.R, state.R)
+            scale = _feature_scale(diagonal, n)
+            state = (
+                Moments(n, state.mean, state.scatter / np.outer(scale, scale))
+                if isinstance(state, Moments)
+                else QRState(n, state.mean, state.R / scale)
+            )
         with step(f"eigendecomposition of the {p:,} x {p:,} covariance", long=p >= LONG_EIGH):
             eig: Eigenpairs = _MERGEABLE[kind][2](state)
         m = min(n, p)
@@ -508,7 +548,7 @@ class PCA(BigdrEstimator):
             # A fraction or "mp" fixes the output width at the first fit: an
             # embedding store cannot change its number of columns between batches.
             k = min(width, m)
-        self._set_fitted(evals, eig.vectors[:, :k], n, state.mean, evals.sum(), dtype, k)
+        self._set_fitted(evals, eig.vectors[:, :k], n, state.mean, evals.sum(), dtype, k, scale)
 
     def _select_k(self, variances: np.ndarray, total: float, n: int, p: int, scatter: np.ndarray | None = None) -> int:
         k = self.n_components
@@ -548,7 +588,7 @@ class PCA(BigdrEstimator):
         ratio = variances / total if total > 0 else np.zeros_like(variances)
         return n_components_for_fraction(ratio, float(k))
 
-    def _set_fitted(self, evals, V, n, mean, total_scatter, dtype, k) -> None:
+    def _set_fitted(self, evals, V, n, mean, total_scatter, dtype, k, scale=None) -> None:
         """Fitted attributes from scatter eigenvalues (descending) and >= k component columns (signs fixed)."""
         variances = evals / (n - 1)
         total = total_scatter / (n - 1)
@@ -560,6 +600,7 @@ class PCA(BigdrEstimator):
         self.n_samples_seen_ = int(n)
         self.n_features_in_ = int(p)
         self.mean_ = mean.astype(dtype)
+        self.scale_ = (np.ones(p) if scale is None else scale).astype(dtype)
         self.components_ = np.ascontiguousarray(np.asarray(V, dtype=np.float64)[:, :k].T).astype(dtype)
         self.explained_variance_ = variances[:k].astype(dtype)
         self.explained_variance_ratio_ = (variances[:k] / total if total > 0 else np.zeros(k)).astype(dtype)
@@ -589,9 +630,10 @@ class PCA(BigdrEstimator):
     def _lazy_embedding(self, X: Any) -> da.Array:
         Xd = self._check_input(X, "X", self.n_features_in_)
         dtype = Xd.dtype
+        W = self._projection()
         if _is_sparse(Xd):  # centred implicitly: x V^T - m V^T, the rows never densified
-            V = self.components_.T.astype(dtype)
-            shift = (self.mean_ @ self.components_.T).astype(dtype)
+            V = W.T.astype(dtype)
+            shift = (self.mean_ @ W.T).astype(dtype)
             Y = da.map_blocks(
                 _sparse_projection,
                 Xd,
@@ -602,10 +644,15 @@ class PCA(BigdrEstimator):
                 meta=np.empty((0, 0), dtype=dtype),
             )
         else:
-            Y = (Xd - self.mean_.astype(dtype)) @ self.components_.T.astype(dtype)
+            Y = (Xd - self.mean_.astype(dtype)) @ W.T.astype(dtype)
         if self.whiten:
             Y = Y / np.sqrt(self.explained_variance_).astype(dtype)
         return Y
+
+    def _projection(self) -> np.ndarray:
+        """``components_ / scale_``: what multiplies ``x - mean_`` (models saved before ``scale`` have no scale_)."""
+        scale = getattr(self, "scale_", None)
+        return self.components_ if scale is None else self.components_ / scale
 
     def _drift_rule(self) -> tuple[float, str]:
         k = self.n_components_
@@ -628,6 +675,7 @@ class PCA(BigdrEstimator):
             variances=self.explained_variance_,
             whiten=self.whiten,
             residual=name == "reconstruction error",
+            scale=np.asarray(getattr(self, "scale_", np.ones(self.n_features_in_)), dtype=np.float64),
             chunks=(Xd.chunks[0], (self.n_components_ + 1,)),
             dtype=Xd.dtype,
             meta=np.empty((0, 0), dtype=Xd.dtype),
@@ -644,7 +692,7 @@ class PCA(BigdrEstimator):
         dtype = Yd.dtype
         if self.whiten:
             Yd = Yd * np.sqrt(self.explained_variance_).astype(dtype)
-        X = Yd @ self.components_.astype(dtype) + self.mean_.astype(dtype)
+        X = Yd @ (self.components_ * getattr(self, "scale_", 1.0)).astype(dtype) + self.mean_.astype(dtype)
         return compute(X)[0] if wants_numpy(Y) else X
 
     def _anndata_names(self, key: str) -> list[str]:
