@@ -194,3 +194,22 @@ def test_write_anndata_streams_a_sparse_matrix_into_h5ad_and_zarr(tmp_path):
     with pytest.raises(ValueError, match="obs has 3 rows"):
         write_anndata(X, tmp_path / "bad.h5ad", obs=obs.iloc[:3])
     assert not (tmp_path / "bad.h5ad").exists() and not list(tmp_path.glob(".bad*"))  # nothing half-written
+
+
+def test_scanpy_lazy_normalisation_feeds_pca_as_documented(tmp_path):
+    sc = pytest.importorskip("scanpy")
+    import h5py
+    from anndata.experimental import read_elem_lazy
+
+    counts = sp.csr_matrix(np.random.default_rng(0).poisson(0.3, (3000, 200)).astype(np.float32))
+    anndata.AnnData(counts).write_h5ad(tmp_path / "raw.h5ad")
+    with h5py.File(tmp_path / "raw.h5ad", "r") as f:
+        adata = anndata.AnnData(X=read_elem_lazy(f["X"], chunks=(1000, 200)))
+        sc.pp.normalize_total(adata, target_sum=1e4)
+        sc.pp.log1p(adata)
+        assert isinstance(adata.X, da.Array) and sp.issparse(adata.X._meta)
+        lazy = bigdr.PCA(10).fit(adata.X)
+    ref = anndata.AnnData(counts.copy())
+    sc.pp.normalize_total(ref, target_sum=1e4)
+    sc.pp.log1p(ref)
+    np.testing.assert_allclose(lazy.explained_variance_, bigdr.PCA(10).fit(ref.X).explained_variance_, rtol=1e-5)

@@ -105,6 +105,27 @@ def test_sparse_input_in_memory_dask_and_zarr(tmp_path):
     np.testing.assert_array_equal(model.transform(str(tmp_path / "g.zarr")).compute(), b)
 
 
+@pytest.mark.parametrize("cls", [SparseRandomProjection, GaussianRandomProjection])
+def test_dask_sparse_and_anndata_sparse_input(tmp_path, cls):
+    anndata = pytest.importorskip("anndata")
+    M = sp.random(1500, 3000, density=5e-3, format="csr", random_state=1, dtype=np.float32)
+    model = cls(16, random_state=2).fit(M)
+    ref = model.transform(M)
+    blocks = da.from_array(M, chunks=(400, 3000), asarray=False)  # a dask array of CSR blocks
+    assert sp.issparse(blocks._meta)
+    np.testing.assert_allclose(model.transform(blocks).compute(), ref, rtol=1e-5, atol=1e-6)
+    adata = anndata.AnnData(M)
+    np.testing.assert_allclose(model.transform(adata), ref, rtol=1e-5, atol=1e-6)  # in memory: numpy out
+    for name in ("m.h5ad", "m.zarr"):
+        path = tmp_path / name
+        adata.write_h5ad(path) if name.endswith(".h5ad") else adata.write_zarr(path)
+        np.testing.assert_allclose(model.transform(str(path)).compute(), ref, rtol=1e-5, atol=1e-6)
+        backed = anndata.read_h5ad(path, backed="r") if name.endswith(".h5ad") else None
+        if backed is not None:
+            np.testing.assert_allclose(np.asarray(model.transform(backed)), ref, rtol=1e-5, atol=1e-6)
+            backed.file.close()
+
+
 def test_threads_and_distributed_agree(cluster_client, wide):
     model = GaussianRandomProjection(20, random_state=9).fit(wide)
     Xd = da.from_array(wide, chunks=(200, 1000))
