@@ -26,7 +26,7 @@ def write_sparse_zarr(
 ) -> Path:
     """Write a CSR matrix, or an iterable of CSR row blocks, to a zarr group atomically.
 
-    The group holds ``indptr`` (int64), ``indices`` (int32 or int64) and
+    The group holds ``indptr`` (int32, or int64 past 2**31 nonzeros), ``indices`` (int32 or int64) and
     ``data``, with ``{"format": "bigdr-csr", "shape": [n, p]}`` in its
     attributes; blocks are appended as they come, so a matrix larger than
     memory can be written from a generator.
@@ -69,7 +69,7 @@ def append_csr(group: Any, blocks: Any, n_features: int, chunk_nnz: int = 1 << 2
     """Append CSR row blocks to ``data``, ``indices`` and ``indptr`` of a zarr or h5py group; the rows written.
 
     Arrays grow block by block, so a matrix larger than memory streams
-    through; ``indptr`` (int64) is written at the end.
+    through; ``indptr`` is written at the end (int32 when the nonzeros allow, as scipy's).
     """
     import scipy.sparse as sp
 
@@ -94,8 +94,10 @@ def append_csr(group: Any, blocks: Any, n_features: int, chunk_nnz: int = 1 << 2
         rows += block.shape[0]
     if made is None:
         raise ValueError("No rows to write.")
-    indptr = np.concatenate(indptr_parts)
-    _growable(group, "indptr", np.int64, min(len(indptr), chunk_nnz), len(indptr))[:] = indptr
+    # int32 while it can hold the nonzeros, as scipy and anndata write it (scikit-learn's sparse kernels,
+    # which scanpy calls, refuse an int64 indptr beside int32 indices)
+    indptr = np.concatenate(indptr_parts).astype(np.int32 if nnz < 2**31 else np.int64)
+    _growable(group, "indptr", indptr.dtype, min(len(indptr), chunk_nnz), len(indptr))[:] = indptr
     return rows
 
 
