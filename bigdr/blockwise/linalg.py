@@ -16,7 +16,7 @@ import numpy as np
 import scipy.linalg
 from dask import delayed
 
-from ..core.eigen import Eigenpairs, flip_signs, randomized_eigh
+from ..core.eigen import Eigenpairs, block_krylov_eigh, flip_signs
 from ..runtime.compute import compute
 from .reduce import tree_reduce
 
@@ -34,9 +34,9 @@ def randomized_scatter_eig(
     criterion: str = "residual",
     scale: np.ndarray | None = None,
 ) -> Eigenpairs:
-    """Top eigenpairs of the scatter of ``X - mean`` by randomized subspace iteration.
+    """Top eigenpairs of the scatter of ``X - mean`` by randomized block Krylov iteration.
 
-    :func:`~bigdr.core.eigen.randomized_eigh` applied to ``A = Xc^T Xc`` with
+    :func:`~bigdr.core.eigen.block_krylov_eigh` applied to ``A = Xc^T Xc`` with
     ``Xc = X - mean`` formed block by block inside the graph (the centred
     matrix is never stored): each product ``Xc^T (Xc Z)`` is one pass over
     ``X``, which may be chunked along both axes. The test matrix is drawn
@@ -72,11 +72,17 @@ def randomized_scatter_eig(
         def apply(Z: np.ndarray) -> np.ndarray:
             return inverse * unscaled(inverse * Z)
 
-    eig = randomized_eigh(
+    eig = block_krylov_eigh(
         apply, p, width, n_iter, random_state, tol=tol, n_check=n_components, max_iter=max_iter, criterion=criterion
     )
     values, vectors = np.clip(eig.values[:n_components], 0, None), eig.vectors[:, :n_components]
     return eig._replace(values=values, vectors=vectors, negative_mass=0.0)
+
+
+def krylov_bytes(dim: int, width: int, iterations: int) -> int:
+    """Memory of :func:`randomized_scatter_eig`'s Krylov basis and its products after ``iterations``."""
+    cols = min(dim, width * (iterations + 1))
+    return 2 * dim * cols * 8 + cols * cols * 8
 
 
 def _centred_normal_block(block: Any, Z: np.ndarray, mean: np.ndarray) -> np.ndarray:

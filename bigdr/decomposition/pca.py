@@ -20,7 +20,7 @@ import numpy as np
 from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
 from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
-from ..blockwise.linalg import components_from_samples, randomized_scatter_eig, samples_gram_eig
+from ..blockwise.linalg import components_from_samples, krylov_bytes, randomized_scatter_eig, samples_gram_eig
 from ..blockwise.reduce import column_statistics, merged_bytes, tree_reduce
 from ..core.drift import chi2_threshold, residual_threshold
 from ..core.eigen import LONG_EIGH, Eigenpairs, qr_eigh, scatter_eigh
@@ -48,10 +48,13 @@ RULE_ATTRIBUTES = ("mp_noise_variance_", "mp_edge_", "feature_noise_variance_", 
 
 #: ``auto`` uses the exact one-pass covariance merge up to this width, when
 #: its p x p states fit the memory limit (:mod:`bigdr.runtime.memory`); wider
-#: data, or p x p states that do not fit, go to the randomized solver with its
-#: accuracy target. (At 20,000 features the eigendecomposition alone takes
-#: about 30 s on one core and a state is 3.2 GB.)
-MAX_COVARIANCE_FEATURES = 20_000
+#: data go to the randomized block Krylov solver with its accuracy target.
+#: Measured on one core: the dense eigendecomposition takes 1.2 s at 2,000
+#: features, 17 s at 5,000 and grows as p^3 (about 18 min at 20,000), and a
+#: sparse block's X^T X costs 0.35 ms per row of 300 nonzeros at 10,000
+#: features; on 100,000 x 10,000 log-counts the covariance route took 186 s
+#: where block Krylov reached 7e-7 rad in 14 s (benchmarks/results/sparse.md).
+MAX_COVARIANCE_FEATURES = 4096
 #: ``auto`` uses the n x n Gram route when n < p and the n x n matrix is at
 #: most about 3 GiB.
 #: Memory model (calibrated by benchmarks/bench_memory.py): row blocks held per
@@ -170,12 +173,15 @@ class PCA(BigdrEstimator):
         components down to about ``1e-15`` relative singular value, about 5x
         slower.
         ``"samples"``: the n x n Gram route for n < p (three passes).
-        ``"randomized"``: randomized subspace iteration with implicit
+        ``"randomized"``: randomized block Krylov iteration with implicit
         centring for wide data (int ``n_components``): at least ``n_iter``
-        passes, and more until the accuracy ``tol`` is reached.
+        passes, and more until the accuracy ``tol`` is reached
+        (:func:`bigdr.core.eigen.block_krylov_eigh`; memory ``2 p (k +
+        n_oversamples)(max_iter + 1)`` floats for the Krylov basis).
         ``"auto"``: ``samples`` if n < p and n <= 20000; else ``covariance``
-        (exact) if p <= 20000 and its p x p states (about ``10 p^2 x 8``
-        bytes) fit the memory limit; else ``randomized``.
+        (exact) if p <= 4096 and its p x p states (about ``10 p^2 x 8``
+        bytes) fit the memory limit; else ``randomized``, whose accuracy is
+        checked (``tol``).
     whiten : bool
         Scale the embedding to unit variance per component.
     scale : bool
@@ -383,7 +389,7 @@ class PCA(BigdrEstimator):
         return "randomized"
 
     def _covariance_fits(self, p: int, sparse: bool) -> bool:
-        """Whether ``auto`` takes the exact covariance route: p <= 20000 and its p x p states within the limit."""
+        """Whether ``auto`` takes the exact covariance route: p <= 4096 and its p x p states within the limit."""
         if p > MAX_COVARIANCE_FEATURES:
             return False
         limit, _ = memory_limit()
@@ -442,7 +448,10 @@ class PCA(BigdrEstimator):
             parts["gram"] = Part(3 * n * n * 8, "the n x n Gram matrix and its eigensolver", "svd_solver", "gram")
         if solver == "randomized":  # no p x p matrix: the p x (k + oversamples) products merged over row blocks
             width = int(self.n_components if isinstance(self.n_components, numbers.Integral) else 0)
-            parts["sketch"] = Part(merged_bytes(p, width + self.n_oversamples), "randomized sketches", "n_components")
+            w = width + self.n_oversamples
+            parts["sketch"] = Part(merged_bytes(p, w), "randomized sketches", "n_components")
+            iterations = max(self.max_iter, self.n_iter) if self.tol else self.n_iter
+            parts["krylov"] = Part(krylov_bytes(p, w, iterations), "the Krylov basis and its products", "max_iter")
         return parts
 
     def _fit_randomized(self, Xd: da.Array) -> None:
