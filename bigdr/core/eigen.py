@@ -137,16 +137,8 @@ def randomized_eigh(
     iteration = 0
     while True:
         W = apply(Z)
-        T = Z.T @ W
-        values, U = scipy.linalg.eigh((T + T.T) / 2)
-        by_size = np.argsort(np.abs(values))[::-1]
-        order = by_size[:check]
-        R = W @ U[:, order] - (Z @ U[:, order]) * values[order]
-        scale = np.maximum(np.abs(values[order]), np.finfo(np.float64).tiny)
-        residual = float(np.max(np.linalg.norm(R, axis=0) / scale)) if check else 0.0
-        angle = _angle_estimate(R, np.abs(values[by_size]), check)
-        measure = angle if criterion == "angle" else residual
-        if iteration >= n_iter and (tol is None or measure <= tol or iteration >= max_iter):
+        values, U, residual, angle = _rayleigh_ritz(Z.T @ W, Z, W, check)
+        if _done(iteration, n_iter, tol, angle if criterion == "angle" else residual, max_iter):
             break
         Z, _ = np.linalg.qr(W)
         iteration += 1
@@ -212,17 +204,8 @@ def block_krylov_eigh(
         T[: m + b, m : m + b] = cross
         T[m : m + b, : m + b] = cross.T
         m += b
-        values, U = scipy.linalg.eigh((T[:m, :m] + T[:m, :m].T) / 2)
-        by_size = np.argsort(np.abs(values))[::-1]
-        order = by_size[:check]
-        R = AK[:, :m] @ U[:, order] - (K[:, :m] @ U[:, order]) * values[order]
-        scale = np.maximum(np.abs(values[order]), np.finfo(np.float64).tiny)
-        residual = float(np.max(np.linalg.norm(R, axis=0) / scale)) if check else 0.0
-        angle = _angle_estimate(R, np.abs(values[by_size]), check)
-        measure = angle if criterion == "angle" else residual
-        if iteration >= n_iter and (tol is None or measure <= tol or iteration >= max_iter):
-            break
-        if m >= capacity:
+        values, U, residual, angle = _rayleigh_ritz(T[:m, :m], K[:, :m], AK[:, :m], check)
+        if _done(iteration, n_iter, tol, angle if criterion == "angle" else residual, max_iter) or m >= capacity:
             break
         W = AK[:, m - b : m]
         W = W - K[:, :m] @ (K[:, :m].T @ W)
@@ -236,6 +219,24 @@ def block_krylov_eigh(
     order = np.argsort(values)[::-1]
     vectors = flip_signs(K[:, :m] @ U[:, order])
     return Eigenpairs(values[order], vectors, _negative_mass(values), m >= dim, residual, angle, iteration)
+
+
+def _rayleigh_ritz(
+    T: np.ndarray, basis: np.ndarray, products: np.ndarray, check: int
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Ritz pairs of ``T = basis^T A basis`` and, for the ``check`` of largest magnitude, the largest relative
+    residual and the Davis-Kahan angle estimate, from ``products = A basis`` (no product with ``A``)."""
+    values, U = scipy.linalg.eigh((T + T.T) / 2)
+    by_size = np.argsort(np.abs(values))[::-1]
+    order = by_size[:check]
+    R = products @ U[:, order] - (basis @ U[:, order]) * values[order]
+    scale = np.maximum(np.abs(values[order]), np.finfo(np.float64).tiny)
+    residual = float(np.max(np.linalg.norm(R, axis=0) / scale)) if check else 0.0
+    return values, U, residual, _angle_estimate(R, np.abs(values[by_size]), check)
+
+
+def _done(iteration: int, n_iter: int, tol: float | None, measure: float, max_iter: int) -> bool:
+    return iteration >= n_iter and (tol is None or measure <= tol or iteration >= max_iter)
 
 
 def _angle_estimate(R: np.ndarray, magnitudes: np.ndarray, k: int) -> float:
