@@ -172,7 +172,12 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         memory available and refuses, before any work, a fit that would not
         fit. ``str(estimate.describe())`` says what the memory holds.
         """
-        Xd = self.read_input(X) if isinstance(X, (str, os.PathLike)) else as_array(X, check_finite=False)
+        if isinstance(X, (str, os.PathLike)):
+            Xd = self.read_input(X)
+        elif self._accepts_sparse and is_sparse_input(X):  # counted as the fit reads it: sparse blocks
+            Xd = as_sparse_array(X)
+        else:
+            Xd = as_array(X, check_finite=False)
         return MemoryEstimate(type(self).__name__, self._memory_parts(Xd, wants_numpy(X)))
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:

@@ -129,6 +129,8 @@ def test_auto_takes_the_exact_covariance_while_its_states_fit(data):
     with dask.config.set({"bigdr.memory-limit": "1MiB"}):  # 120 x 120 states no longer fit: randomized
         assert bigdr.PCA(4)._choose_solver(2000, 120, sparse=True) == "randomized"
         assert bigdr.PCA(4)._choose_solver(50_000, 120) == "randomized"
+    assert bigdr.PCA(4).estimate_memory(X).total > 0  # sparse input is estimated as the fit reads it
+    assert bigdr.TruncatedSVD(4).estimate_memory(X).total > 0
     wide = bigdr.PCA(50).estimate_memory(da.zeros((100_000, 30_000), chunks=(2000, 30_000)))
     assert "scatter" not in wide.describe()  # the randomized route forms no p x p matrix
     assert wide.total < 4 * 2**30
