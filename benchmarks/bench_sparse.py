@@ -568,7 +568,7 @@ def newcomer(rounds: int) -> tuple[dict, str]:
         "## The newcomer's cases\n\n"
         "Fresh process each, 2 dask threads, BLAS on one thread per thread.\n\n"
         "| case | result |\n| --- | --- |\n"
-        f"| 50,000 x 5,000 log-counts with no cell types or programs (1% gap after component 50), `PCA(50)` defaults | solver {f['auto']['solver']}, "
+        f"| 50,000 x 5,000 flat-spectrum log-counts, `PCA(50)` defaults | solver {f['auto']['solver']}, "
         f"{f['auto']['seconds']:.1f} s, angle to exact {f['auto']['angle']:.1e} rad; warning: {warned(f['auto'])} |\n"
         f"| the same, `svd_solver='randomized'` | {f['randomized']['passes']} passes, {f['randomized']['seconds']:.1f} s, "
         f"angle {f['randomized']['angle']:.1e} rad (estimated {f['randomized']['angle_estimate']:.1e}); warning: "
