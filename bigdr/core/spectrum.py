@@ -44,6 +44,7 @@ doi:10.1109/TIT.2014.2323359
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 from scipy import integrate, optimize, special
@@ -292,3 +293,56 @@ def n_components_whitened(
             break
         k, psi, whitened = k - 1, psi_null, null
     return k, psi, whitened, edge
+
+
+def select_rank(
+    n_components: Any, variances: np.ndarray, total: float, n: int, p: int, scatter: np.ndarray | None = None
+) -> tuple[int, dict[str, Any]]:
+    """How many components a PCA keeps, by the rule ``n_components`` names, and what the rule found.
+
+    ``None``: all ``min(n, p)``; an int: that many; a float in (0, 1): the
+    fewest whose explained-variance ratio exceeds it; ``"mp"``: above the
+    Marchenko-Pastur edge (:func:`n_components_mp`, with a
+    ``RankSelectionWarning`` when the bulk does not follow the law);
+    ``"mp-whitened"``: the same after whitening each feature's noise
+    (:func:`n_components_whitened`, which needs the ``scatter``). Returns the
+    count and the fitted attributes of the rule (``mp_noise_variance_``, ...).
+    """
+    import numbers
+    import warnings
+
+    from ..exceptions import RankSelectionWarning
+
+    k, m = n_components, min(n, p)
+    if k is None:
+        return m, {}
+    if k == "mp":
+        biased = variances * (n - 1) / n
+        k_mp, sigma2, edge = n_components_mp(biased, n, p)
+        misfit, tol = bulk_misfit(biased, n, p, k_mp, sigma2)
+        if misfit > tol:
+            warnings.warn(
+                f"n_components='mp' kept {k_mp} components, but the eigenvalues below the Marchenko-Pastur "
+                f"edge do not follow its law (Kolmogorov distance {misfit:.3f} > {tol:.3f}): the noise "
+                f"variance probably differs between features, which makes 'mp' keep too many. Use "
+                f"n_components='mp-whitened', or standardise the features.",
+                RankSelectionWarning,
+                stacklevel=5,
+            )
+        return k_mp, {"mp_noise_variance_": sigma2 * n / (n - 1), "mp_edge_": edge * n / (n - 1)}
+    if k == "mp-whitened":
+        if scatter is None:
+            raise ValueError("n_components='mp-whitened' needs svd_solver='covariance' or 'tsqr'.")
+        k_w, psi, whitened, edge = n_components_whitened(scatter / n, n)
+        found = {
+            "feature_noise_variance_": psi * n / (n - 1),
+            "whitened_edge_": edge,
+            "whitened_spectrum_": whitened[:m],
+        }
+        return k_w, found
+    if isinstance(k, numbers.Integral):
+        if int(k) > m:
+            raise ValueError(f"n_components={k} must be at most min(n_samples, n_features) = {m}.")
+        return int(k), {}
+    ratio = variances / total if total > 0 else np.zeros_like(variances)
+    return n_components_for_fraction(ratio, float(k)), {}

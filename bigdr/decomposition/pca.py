@@ -24,7 +24,8 @@ from ..blockwise.linalg import components_from_samples, krylov_bytes, randomized
 from ..blockwise.reduce import column_statistics, merged_bytes, tree_reduce
 from ..core.drift import chi2_threshold, residual_threshold
 from ..core.eigen import LONG_EIGH, Eigenpairs, qr_eigh, scatter_eigh
-from ..core.spectrum import bulk_misfit, n_components_for_fraction, n_components_mp, n_components_whitened
+from ..core.projection import feature_scale, project_and_score, sparse_projection
+from ..core.spectrum import select_rank
 from ..core.stats import (
     Moments,
     QRState,
@@ -34,8 +35,9 @@ from ..core.stats import (
     scatter_moments,
     sparse_scatter_moments,
 )
-from ..exceptions import ConvergenceWarning, RankSelectionWarning
+from ..exceptions import ConvergenceWarning
 from ..io import as_array, as_sparse_array, is_sparse_input, with_finite_check
+from ..io.obsm import scanpy_pca_entries, scanpy_pca_names
 from ..runtime.compute import compute, step
 from ..runtime.memory import OVERHEAD, Part, memory_limit, streaming
 
@@ -46,14 +48,8 @@ SPARSE_SOLVERS = ("covariance", "randomized")
 RANK_RULES = ("mp", "mp-whitened")
 RULE_ATTRIBUTES = ("mp_noise_variance_", "mp_edge_", "feature_noise_variance_", "whitened_edge_", "whitened_spectrum_")
 
-#: ``auto`` uses the exact one-pass covariance merge up to this width, when
-#: its p x p states fit the memory limit (:mod:`bigdr.runtime.memory`); wider
-#: data go to the randomized block Krylov solver with its accuracy target.
-#: Measured on one core: the dense eigendecomposition takes 1.2 s at 2,000
-#: features, 17 s at 5,000 and grows as p^3 (about 18 min at 20,000), and a
-#: sparse block's X^T X costs 0.35 ms per row of 300 nonzeros at 10,000
-#: features; on 100,000 x 10,000 log-counts the covariance route took 186 s
-#: where block Krylov reached 7e-7 rad in 14 s (benchmarks/results/sparse.md).
+#: ``auto`` uses the exact covariance merge up to this width while its p x p states fit the memory limit, and
+#: block Krylov above: the eigendecomposition grows as p^3 (17 s at 5,000 features on one core; docs/pca.md).
 MAX_COVARIANCE_FEATURES = 4096
 #: ``auto`` uses the n x n Gram route when n < p and the n x n matrix is at
 #: most about 3 GiB.
@@ -61,41 +57,6 @@ MAX_COVARIANCE_FEATURES = 4096
 #: worker thread in a pass, and scatter matrices alive in the merge tree.
 STREAM_COPIES = 2
 MAX_SAMPLES_GRAM = 20_000
-
-
-def scanpy_pca_names(key: str) -> list[str]:
-    """Where scanpy's ``sc.pp.pca`` keeps loadings and variances next to ``obsm[key]``:
-    ``varm["PCs"]`` and ``uns["pca"]`` for ``"X_pca"``, else ``key`` for all three (its ``key_added``)."""
-    return ["varm/PCs", "uns/pca"] if key == "X_pca" else [f"varm/{key}", f"uns/{key}"]
-
-
-def scanpy_pca_entries(model: Any, key: str, zero_center: bool) -> dict[str, Any]:
-    """Loadings in ``varm`` (n_vars x k) and ``uns`` (variance, variance_ratio, params) as scanpy writes them."""
-    varm, uns = scanpy_pca_names(key)
-    params = {"zero_center": zero_center, "use_highly_variable": False, **model._anndata_params()}
-    return {
-        varm: np.ascontiguousarray(model.components_.T),
-        uns: {
-            "params": params,
-            "variance": np.asarray(model.explained_variance_),
-            "variance_ratio": np.asarray(model.explained_variance_ratio_),
-        },
-    }
-
-
-def _feature_scale(scatter_diagonal: np.ndarray, n: int) -> np.ndarray:
-    """Standard deviation of each feature from the diagonal of the scatter; 1 where it is 0 (scanpy's rule)."""
-    sd = np.sqrt(np.maximum(np.asarray(scatter_diagonal, dtype=np.float64), 0.0) / max(n - 1, 1))
-    return np.where(sd > 0, sd, 1.0)
-
-
-def _is_sparse(Xd: da.Array) -> bool:
-    return hasattr(Xd._meta, "tocsr")
-
-
-def _sparse_projection(block: Any, V: np.ndarray, shift: np.ndarray) -> np.ndarray:
-    """``(x - m) V = x V - m V`` for a CSR block: the rows are never densified."""
-    return np.asarray(block @ V) - shift
 
 
 # Block kernels take the block's first row so a NaN/Inf error names the row in the data.
@@ -108,40 +69,6 @@ _MERGEABLE: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[...
     "covariance": (scatter_moments, merge_moments, scatter_eigh),
     "tsqr": (_qr_of, merge_qr, qr_eigh),
 }
-
-
-def _project_and_score(
-    block: np.ndarray,
-    mean: np.ndarray,
-    components: np.ndarray,
-    variances: np.ndarray,
-    whiten: bool,
-    residual: bool,
-    scale: np.ndarray,
-) -> np.ndarray:
-    """Projection of a block and each row's drift score (Q residual, or T^2 when nothing is discarded).
-
-    Rows are centred and divided by ``scale`` implicitly: a sparse block gives
-    ``((x - m) / s) V^T = x (V / s)^T - (m / s) V^T`` and ``|(x - m) / s|^2 =
-    (x^2).s^-2 - 2 x.(m s^-2) + |m / s|^2``, so it is never densified.
-    """
-    V = components.T.astype(np.float64) / scale[:, None]
-    if hasattr(block, "tocsr"):
-        X: Any = block.astype(np.float64)
-        Y = np.asarray(X @ V) - mean @ V
-        inv2 = scale**-2.0
-        sq = np.asarray(X.multiply(X) @ inv2).ravel() - 2 * np.asarray(X @ (mean * inv2)).ravel() + mean**2 @ inv2
-    else:
-        centred = (np.asarray(block, dtype=np.float64) - mean) / scale
-        Y = centred @ (V * scale[:, None])
-        sq = np.einsum("ij,ij->i", centred, centred)
-    if residual:  # |x_c|^2 - |y|^2: the components are orthonormal; float64 keeps the difference exact enough
-        score = sq - np.einsum("ij,ij->i", Y, Y)
-    else:
-        score = (Y**2 / np.maximum(variances.astype(np.float64), np.finfo(float).tiny)).sum(axis=1)
-    if whiten:
-        Y = Y / np.sqrt(variances.astype(np.float64))
-    return np.column_stack([Y, score]).astype(block.dtype, copy=False)
 
 
 class PCA(BigdrEstimator):
@@ -185,31 +112,20 @@ class PCA(BigdrEstimator):
     whiten : bool
         Scale the embedding to unit variance per component.
     scale : bool
-        Divide each feature by its standard deviation first (PCA of the
-        correlation matrix), as scanpy's ``sc.pp.scale`` before ``sc.pp.pca``,
-        but implicitly: the scaled matrix is never formed, so sparse data stay
-        sparse. The covariance is rescaled, ``D^-1 C D^-1`` with ``D`` the
-        standard deviations; the randomized solver applies ``D^-1`` to its
-        products; ``transform`` computes ``((x - mean_) / scale_) V^T``.
-        Features of zero variance keep a scale of 1, as in scanpy.
-        scanpy's ``max_value`` clipping is not offered: a clipped value
-        depends on the scaled entry itself, zeros included, so it cannot be
-        applied without forming the dense scaled matrix. Not with
+        PCA of the standardised features (scanpy's ``sc.pp.scale`` then
+        ``sc.pp.pca``) without forming the scaled matrix: ``D^-1 C D^-1``,
+        ``D`` the standard deviations (1 for constant features). No
+        ``max_value`` clipping: it needs the dense scaled matrix. Not with
         ``svd_solver="samples"``.
     n_oversamples, n_iter : int
         Extra random directions, and the least number of power iterations
         (passes over the data) of the randomized solver.
     tol : float
-        Accuracy target of the randomized solver: iteration goes on past
-        ``n_iter`` until the estimated largest principal angle (radians)
-        between the components found and the exact ones is at most ``tol``,
-        or ``max_iter`` passes are spent; then a ``ConvergenceWarning`` gives
-        the angle reached. The estimate is the Davis-Kahan bound ``|R|_2 /
-        (lambda_k - lambda_{k+1})`` from the residuals ``R`` that each pass
-        yields for free (``angle_`` after the fit). A flat spectrum, with no
-        gap after component ``k``, has no well-defined top-``k`` subspace: use
-        ``svd_solver="covariance"`` or a ``k`` where the spectrum has a gap.
-        0: exactly ``n_iter`` passes, no target (the angle is still reported).
+        Accuracy target of the randomized solver: it iterates past ``n_iter``
+        until the Davis-Kahan estimate ``|R|_2 / (lambda_k - lambda_{k+1})`` of
+        the largest angle (radians) to the exact components is at most
+        ``tol``, else warns with the angle after ``max_iter`` (``angle_``). 0:
+        exactly ``n_iter`` passes.
     max_iter : int
         Most power iterations of the randomized solver.
     random_state : int, numpy Generator or None
@@ -247,13 +163,10 @@ class PCA(BigdrEstimator):
     svd_solver_ : str
         The solver used.
     n_iter_ : int
-        Passes over the data made by the solver after the column
-        statistics: 1 for ``covariance`` and ``tsqr``, 2 for ``samples``, and
-        for ``randomized`` one plus the power iterations made.
+        Passes over the data after the column statistics (randomized: one
+        plus the iterations made).
     angle_ : float
-        Estimated largest principal angle (radians) between the components
-        and the exact ones: 0 for the exact solvers, the Davis-Kahan estimate
-        for the randomized one (see ``tol``).
+        Estimated largest angle (radians) to the exact components (0: exact solvers).
     seed_ : int
         The seed used.
 
@@ -436,7 +349,7 @@ class PCA(BigdrEstimator):
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
         n, p = Xd.shape
-        sparse = _is_sparse(Xd)
+        sparse = hasattr(Xd._meta, "tocsr")
         solver = self._choose_solver(n, p, sparse)
         # A read block, its centred copy for transform and the output in flight per thread.
         parts = {"stream": streaming(chunk_bytes_of(Xd), STREAM_COPIES)}
@@ -458,23 +371,19 @@ class PCA(BigdrEstimator):
         n, p = Xd.shape
         k = self.n_components
         if not isinstance(k, numbers.Integral):
-            raise ValueError(
-                f"svd_solver='randomized' needs an int n_components (got {k!r}): it computes only the "
-                f"leading components, so the full spectrum that a fraction or 'mp' needs is not available. "
-                f"Use svd_solver='covariance' (p <= ~20000) or give an int."
-            )
+            raise ValueError(f"svd_solver='randomized' needs an int n_components (got {k!r}): it computes only the "
+                             f"leading components; use svd_solver='covariance' for a fraction or 'mp'.")  # fmt: skip
         (col,) = compute(column_statistics(Xd))
         self.n_components_rule_ = int(k)
         tol = float(self.tol) or None
-        scale = _feature_scale(col.scatter, n) if self.scale else None
+        scale = feature_scale(col.scatter, n) if self.scale else None
         eig = randomized_scatter_eig(
             Xd, col.mean, k, self.n_oversamples, self.n_iter, self.seed_,
             tol=tol, max_iter=max(self.max_iter, self.n_iter), criterion="angle", scale=scale,
         )  # fmt: skip
         total = col.scatter.sum() if scale is None else (col.scatter / scale**2).sum()
         self._set_fitted(eig.values, eig.vectors, n, col.mean, total, Xd.dtype, k, scale)
-        self.n_iter_ = int(eig.n_iter) + 1
-        self.angle_ = float(np.arcsin(min(eig.angle, 1.0)))
+        self.n_iter_, self.angle_ = int(eig.n_iter) + 1, float(np.arcsin(min(eig.angle, 1.0)))
         if tol is not None and self.angle_ > tol:
             warnings.warn(
                 f"PCA(svd_solver='randomized'): after {self.n_iter_} passes the {k} components are "
@@ -539,7 +448,7 @@ class PCA(BigdrEstimator):
         scale = None
         if self.scale:  # the correlation matrix D^-1 C D^-1, from the unscaled state (which is what merges)
             diagonal = np.diag(state.scatter) if isinstance(state, Moments) else np.einsum("ij,ij->j", state.R, state.R)
-            scale = _feature_scale(diagonal, n)
+            scale = feature_scale(diagonal, n)
             state = (
                 Moments(n, state.mean, state.scatter / np.outer(scale, scale))
                 if isinstance(state, Moments)
@@ -560,42 +469,11 @@ class PCA(BigdrEstimator):
         self._set_fitted(evals, eig.vectors[:, :k], n, state.mean, evals.sum(), dtype, k, scale)
 
     def _select_k(self, variances: np.ndarray, total: float, n: int, p: int, scatter: np.ndarray | None = None) -> int:
-        k = self.n_components
-        m = min(n, p)
         for name in RULE_ATTRIBUTES:  # from an earlier fit with another rule
             self.__dict__.pop(name, None)
-        if k is None:
-            return m
-        if k == "mp":
-            biased = variances * (n - 1) / n
-            k_mp, sigma2, edge = n_components_mp(biased, n, p)
-            self.mp_noise_variance_ = sigma2 * n / (n - 1)
-            self.mp_edge_ = edge * n / (n - 1)
-            misfit, tol = bulk_misfit(biased, n, p, k_mp, sigma2)
-            if misfit > tol:
-                warnings.warn(
-                    f"n_components='mp' kept {k_mp} components, but the eigenvalues below the Marchenko-Pastur "
-                    f"edge do not follow its law (Kolmogorov distance {misfit:.3f} > {tol:.3f}): the noise "
-                    f"variance probably differs between features, which makes 'mp' keep too many. Use "
-                    f"n_components='mp-whitened', or standardise the features.",
-                    RankSelectionWarning,
-                    stacklevel=4,
-                )
-            return k_mp
-        if k == "mp-whitened":
-            if scatter is None:
-                raise ValueError("n_components='mp-whitened' needs svd_solver='covariance' or 'tsqr'.")
-            k_w, psi, whitened, edge = n_components_whitened(scatter / n, n)
-            self.feature_noise_variance_ = psi * n / (n - 1)
-            self.whitened_edge_ = edge
-            self.whitened_spectrum_ = whitened[:m]
-            return k_w
-        if isinstance(k, numbers.Integral):
-            if k > m:
-                raise ValueError(f"n_components={k} must be at most min(n_samples, n_features) = {m}.")
-            return int(k)
-        ratio = variances / total if total > 0 else np.zeros_like(variances)
-        return n_components_for_fraction(ratio, float(k))
+        k, found = select_rank(self.n_components, variances, total, n, p, scatter)
+        self.__dict__.update(found)
+        return k
 
     def _set_fitted(self, evals, V, n, mean, total_scatter, dtype, k, scale=None) -> None:
         """Fitted attributes from scatter eigenvalues (descending) and >= k component columns (signs fixed)."""
@@ -640,11 +518,11 @@ class PCA(BigdrEstimator):
         Xd = self._check_input(X, "X", self.n_features_in_)
         dtype = Xd.dtype
         W = self._projection()
-        if _is_sparse(Xd):  # centred implicitly: x V^T - m V^T, the rows never densified
+        if hasattr(Xd._meta, "tocsr"):  # centred implicitly: x V^T - m V^T, the rows never densified
             V = W.T.astype(dtype)
             shift = (self.mean_ @ W.T).astype(dtype)
             Y = da.map_blocks(
-                _sparse_projection,
+                sparse_projection,
                 Xd,
                 V=V,
                 shift=shift,
@@ -677,7 +555,7 @@ class PCA(BigdrEstimator):
         Xd = self._check_input(X, "X", self.n_features_in_)
         _, name = self._drift_rule()
         return da.map_blocks(
-            _project_and_score,
+            project_and_score,
             Xd,
             mean=self.mean_,
             components=self.components_,
@@ -709,6 +587,9 @@ class PCA(BigdrEstimator):
 
     def _anndata_parts(self, Y: Any, key: str) -> tuple[Any, dict[str, Any]]:
         return Y, scanpy_pca_entries(self, key, zero_center=True)
+
+    def _loadings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.components_, self.explained_variance_, self.explained_variance_ratio_
 
     def summary(self) -> dict[str, Any]:
         return {"explained_variance_ratio": self.explained_variance_ratio_.tolist(), "svd_solver": self.svd_solver_}

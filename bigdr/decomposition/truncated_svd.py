@@ -23,9 +23,9 @@ from ..core.eigen import LONG_EIGH, flip_signs, top_eigh
 from ..core.stats import merge_moments
 from ..exceptions import ConvergenceWarning
 from ..io import as_array, as_sparse_array, is_sparse_input
+from ..io.obsm import scanpy_pca_entries, scanpy_pca_names
 from ..runtime.compute import compute, step
 from ..runtime.memory import Part, streaming
-from .pca import scanpy_pca_entries, scanpy_pca_names
 
 ALGORITHMS = ("randomized", "covariance", "arpack")
 #: Most iterations of the randomized algorithm with a positive ``tol`` (block Krylov converges in far fewer).
@@ -301,6 +301,9 @@ class TruncatedSVD(BigdrEstimator):
     def _anndata_parts(self, Y: Any, key: str) -> tuple[Any, dict[str, Any]]:
         # scanpy's sc.pp.pca(zero_center=False) is a TruncatedSVD and is written under the same names
         return Y, scanpy_pca_entries(self, key, zero_center=False)
+
+    def _loadings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.components_, self.explained_variance_, self.explained_variance_ratio_
 
     def summary(self) -> dict[str, Any]:
         return {"explained_variance_ratio": self.explained_variance_ratio_.tolist(), "algorithm": self.algorithm}

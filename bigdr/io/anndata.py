@@ -283,12 +283,12 @@ def write_anndata(
     import pandas as pd
     from anndata.io import write_elem
 
+    from .csr import append_csr, as_blocks
     from .outputs import check_output, publish, remove, temporary_sibling
-    from .sparse import _as_blocks, append_csr
 
     path = os.fspath(path)
     h5ad = path.lower().rstrip("/").endswith(".h5ad")
-    blocks, p = _as_blocks(X, n_features)
+    blocks, p = as_blocks(X, n_features)
     final = check_output(path, "anndata", overwrite=overwrite)
     tmp = temporary_sibling(final)
     root: Any = None

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import dask.array as da
+import numpy as np
 
 from .anndata import is_anndata, n_obs
 
@@ -267,3 +268,21 @@ def _consolidate(store: Path, name: str) -> None:
                 entries[node] = json.loads(part.read_text())
             consolidated["metadata"] = dict(sorted(entries.items()))
             _replace_json(root, meta)
+
+
+def scanpy_pca_names(key: str) -> list[str]:
+    """Where scanpy's ``sc.pp.pca`` keeps loadings and variances next to ``obsm[key]``:
+    ``varm["PCs"]`` and ``uns["pca"]`` for ``"X_pca"``, else ``key`` for all three (its ``key_added``)."""
+    return ["varm/PCs", "uns/pca"] if key == "X_pca" else [f"varm/{key}", f"uns/{key}"]
+
+
+def scanpy_pca_entries(model: Any, key: str, zero_center: bool) -> dict[str, Any]:
+    """Loadings in ``varm`` (n_vars x k) and ``uns`` (variance, variance_ratio, params) as scanpy writes them,
+    from a fitted PCA or TruncatedSVD (``_loadings``: components, variances, ratios)."""
+    varm, uns = scanpy_pca_names(key)
+    components, variance, ratio = model._loadings()
+    params = {"zero_center": zero_center, "use_highly_variable": False, **model._anndata_params()}
+    return {
+        varm: np.ascontiguousarray(np.asarray(components).T),
+        uns: {"params": params, "variance": np.asarray(variance), "variance_ratio": np.asarray(ratio)},
+    }
