@@ -588,9 +588,6 @@ class PCA(BigdrEstimator):
     def _anndata_parts(self, Y: Any, key: str) -> tuple[Any, dict[str, Any]]:
         return Y, scanpy_pca_entries(self, key, zero_center=True)
 
-    def _loadings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self.components_, self.explained_variance_, self.explained_variance_ratio_
-
     def summary(self) -> dict[str, Any]:
         return {"explained_variance_ratio": self.explained_variance_ratio_.tolist(), "svd_solver": self.svd_solver_}
 

@@ -302,8 +302,5 @@ class TruncatedSVD(BigdrEstimator):
         # scanpy's sc.pp.pca(zero_center=False) is a TruncatedSVD and is written under the same names
         return Y, scanpy_pca_entries(self, key, zero_center=False)
 
-    def _loadings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self.components_, self.explained_variance_, self.explained_variance_ratio_
-
     def summary(self) -> dict[str, Any]:
         return {"explained_variance_ratio": self.explained_variance_ratio_.tolist(), "algorithm": self.algorithm}

@@ -278,9 +278,9 @@ def scanpy_pca_names(key: str) -> list[str]:
 
 def scanpy_pca_entries(model: Any, key: str, zero_center: bool) -> dict[str, Any]:
     """Loadings in ``varm`` (n_vars x k) and ``uns`` (variance, variance_ratio, params) as scanpy writes them,
-    from a fitted PCA or TruncatedSVD (``_loadings``: components, variances, ratios)."""
+    from a fitted PCA or TruncatedSVD (both have scikit-learn's attributes)."""
     varm, uns = scanpy_pca_names(key)
-    components, variance, ratio = model._loadings()
+    components, variance, ratio = model.components_, model.explained_variance_, model.explained_variance_ratio_
     params = {"zero_center": zero_center, "use_highly_variable": False, **model._anndata_params()}
     return {
         varm: np.ascontiguousarray(np.asarray(components).T),
