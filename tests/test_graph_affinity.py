@@ -64,7 +64,27 @@ def test_three_laplacians(graph):
         laplacian(W, "nope")
 
 
-@pytest.mark.parametrize("kernel, loops", [("gaussian", True), ("connectivity", False)])
+def test_umap_kernel_equals_umap_learns_fuzzy_simplicial_set(graph):
+    """UMAP's own function (through scanpy's connectivities) on the same neighbours, self included as it counts."""
+    from umap.umap_ import fuzzy_simplicial_set
+
+    X, ind, dist = graph
+    n = len(X)
+    with_self = np.column_stack([np.arange(n), ind]), np.column_stack([np.zeros(n), dist])
+    G, _, _ = fuzzy_simplicial_set(X, ind.shape[1] + 1, None, "euclidean", knn_indices=with_self[0],
+                                   knn_dists=with_self[1])  # fmt: skip
+    aff = affinity(ind, dist, "umap", 1.0, self_loops=True)  # no self-loops, whatever is asked
+    assert abs(aff.W - aff.W.T).max() < 1e-15 and aff.W.diagonal().max() == 0
+    assert abs(aff.W - G).max() < 1e-5  # umap-learn computes in float32
+    # Every row keeps an edge of weight 1 (to its nearest neighbour), however far it lies.
+    assert np.allclose(aff.W.max(axis=1).toarray(), 1.0)
+    rho, sigma = aff.scales.T
+    np.testing.assert_allclose(rho, dist[:, 0])
+    total = np.exp(-np.maximum(dist - rho[:, None], 0) / sigma[:, None]).sum(axis=1)
+    np.testing.assert_allclose(total, np.log2(ind.shape[1] + 1), atol=1e-4)
+
+
+@pytest.mark.parametrize("kernel, loops", [("gaussian", True), ("connectivity", False), ("umap", False)])
 def test_new_row_weights_reproduce_a_reference_row(graph, kernel, loops):
     X, ind, dist = graph
     eps = auto_epsilon(dist)
@@ -72,7 +92,7 @@ def test_new_row_weights_reproduce_a_reference_row(graph, kernel, loops):
     from bigdr.graph.neighbors import NeighborIndex
 
     qi, qd = NeighborIndex(method="kdtree").fit(X).query_block(X[:200], 40)
-    w, is_self = new_row_weights(qi, qd.astype(np.float64), 8, aff.radius, kernel, eps, loops)
+    w, is_self = new_row_weights(qi, qd.astype(np.float64), 8, aff.radius, kernel, eps, loops, aff.scales)
     assert is_self.all()
     got = sp.csr_matrix((w.ravel(), (np.repeat(np.arange(200), 40), qi.ravel())), shape=(200, 800)).toarray()
     # 40 candidates reach every reverse neighbour of these rows.

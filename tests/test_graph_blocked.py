@@ -22,7 +22,9 @@ def _dask(graph, chunk):
     return da.from_array(ind, chunks=(chunk, -1)), da.from_array(dist, chunks=(chunk, -1))
 
 
-@pytest.mark.parametrize("kernel, self_loops", [("gaussian", True), ("gaussian", False), ("connectivity", False)])
+@pytest.mark.parametrize(
+    "kernel, self_loops", [("gaussian", True), ("gaussian", False), ("connectivity", False), ("umap", True)]
+)
 @pytest.mark.parametrize("chunk", [900, 250, 77])
 def test_blocked_affinity_equals_the_in_process_one(graph, kernel, self_loops, chunk):
     ind, dist = graph

@@ -99,6 +99,7 @@ def test_laplacian_eigenmaps_against_dense_laplacians(roll, kind):
     "make",
     [
         lambda: DiffusionMap(2, n_neighbors=10),
+        lambda: DiffusionMap(2, n_neighbors=10, kernel="umap"),
         lambda: SpectralEmbedding(2, n_neighbors=10, laplacian="symmetric"),
         lambda: SpectralEmbedding(2, affinity="gaussian", n_neighbors=10, laplacian="unnormalized"),
     ],
@@ -108,6 +109,30 @@ def test_nystrom_transform_reproduces_training_rows(roll, make):
     model = make().fit(X)
     again = model.transform(da.from_array(X, chunks=400)).compute()
     np.testing.assert_allclose(again, model.embedding_, atol=1e-9 * np.abs(model.embedding_).max())
+
+
+def test_umap_kernel_is_scanpys_diffmap(roll):
+    """scanpy's neighbors (its n_neighbors counts the cell itself) then tl.diffmap: the same eigenpairs.
+
+    scanpy keeps the eigenvectors ``v`` of the symmetric conjugate; bigdr's are ``phi = v / sqrt(d)``
+    with ``d`` the degrees after the alpha = 1 normalisation, computed here from scanpy's own graph.
+    """
+    import anndata
+    import scanpy as sc
+
+    X, _ = roll
+    adata = anndata.AnnData(X=X.astype(np.float32))
+    sc.pp.neighbors(adata, n_neighbors=11, use_rep="X")
+    sc.tl.diffmap(adata, n_comps=4)
+    model = DiffusionMap(3, n_neighbors=10, kernel="umap").fit(X)
+    np.testing.assert_allclose(model.eigenvalues_, adata.uns["diffmap_evals"][1:], atol=2e-5)
+    conn = adata.obsp["connectivities"].astype(np.float64)
+    q = np.asarray(conn.sum(axis=1)).ravel()
+    d = np.asarray((conn.multiply(1 / np.outer(q, q))).sum(axis=1)).ravel()
+    theirs = adata.obsm["X_diffmap"][:, 1:] / np.sqrt(d)[:, None]
+    ours = model.embedding_ / model.eigenvalues_
+    cos = np.abs(np.sum(theirs * ours, axis=0)) / np.linalg.norm(theirs, axis=0) / np.linalg.norm(ours, axis=0)
+    np.testing.assert_allclose(cos, 1.0, atol=1e-4)
 
 
 def test_held_out_rows_and_landmark_mode(roll):
@@ -243,3 +268,22 @@ def test_partial_fit_aligns_saves_and_flags_drift(roll8k, tmp_path):
         warnings.simplefilter("ignore")  # far rows also warn that they are extrapolated
         report = model.measure_drift(roll8k[:500] + np.array([0.0, 40.0, 0.0]))
     assert report["refit_advised"] and report["score"] == "nearest-reference distance"
+
+
+def test_graph_solver_follows_the_manifolds_dimension(roll):
+    """Lanczos where the small eigenvalues sit far from 0 (many dimensions), AMG-LOBPCG on a thin manifold."""
+    from bigdr.core.eigen import graph_solver
+
+    assert graph_solver(1500, 10, 2.0) == "dense"
+    assert graph_solver(100_000, 15, 2.3) == "amg" and graph_solver(1_000_000, 14, 17.0) == "arpack"
+    assert graph_solver(100_000, 15, float("nan")) == "amg"
+    rng = np.random.default_rng(0)
+    blobs = rng.standard_normal((2500, 20))  # a 20-dimensional cloud
+    model = DiffusionMap(3, n_neighbors=10, kernel="umap").fit(blobs)
+    assert model.eigen_solver_ == "arpack" and model.intrinsic_dimension_ > 10
+    amg = DiffusionMap(3, n_neighbors=10, kernel="umap", eigen_solver="amg").fit(blobs)
+    np.testing.assert_allclose(model.eigenvalues_, amg.eigenvalues_, atol=1e-6)
+    from bigdr.datasets import make_swiss_roll
+
+    thin = DiffusionMap(2, n_neighbors=10).fit(make_swiss_roll(3000, noise=0.05, seed=1)[0].compute())
+    assert thin.eigen_solver_ == "amg" and thin.intrinsic_dimension_ < 3  # growth (300)^(1/2) = 17

@@ -288,6 +288,30 @@ def top_eigh(B: np.ndarray, k: int, random_state: Any = 0, extra: int = 10) -> E
 #: ``smallest_eigh(solver="auto")``: dense LAPACK up to this size, AMG-preconditioned LOBPCG above.
 DENSE_SPARSE_MAX = 2000
 SPARSE_SOLVERS = ("auto", "dense", "arpack", "shift-invert", "lobpcg", "amg")
+#: :func:`graph_solver`: Lanczos when ``(n / k)^(1 / dimension)`` is at most this, AMG-LOBPCG above.
+LANCZOS_MAX_GROWTH = 10.0
+
+
+def graph_solver(n: int, k: int, dimension: float) -> str:
+    """The sparse eigensolver for the smallest eigenpairs of a kNN graph's normalised Laplacian.
+
+    On ``n`` rows of a ``D``-dimensional manifold joined to ``k`` neighbours,
+    the small eigenvalues of the Laplacian scale as ``(k / n)^(2 / D)``
+    (the squared inverse number of neighbour hops across the manifold), and
+    Lanczos needs iterations in proportion to the inverse square root of the
+    gap: ``(n / k)^(1 / D)``. AMG-preconditioned LOBPCG needs a nearly
+    constant number, each a multigrid cycle per vector. Measured at 100,000
+    rows: a swiss roll (``D`` = 2.3, growth 46), AMG 1.5 s against ARPACK
+    26.6 s; single-cell log-counts after PCA to 50 (``D`` = 17, growth 1.7,
+    15 eigenpairs), ARPACK 6 s against AMG 30 s, the same eigenvalues to
+    1e-12. Lanczos is chosen up to a growth of :data:`LANCZOS_MAX_GROWTH`
+    (an unknown dimension counts as low).
+    """
+    if n <= DENSE_SPARSE_MAX:
+        return "dense"
+    if not dimension > 0:
+        return "amg"
+    return "arpack" if (n / max(k, 1)) ** (1.0 / dimension) <= LANCZOS_MAX_GROWTH else "amg"
 
 
 def smallest_eigh(

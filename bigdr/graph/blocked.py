@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..runtime.compute import compute, shared
-from .affinity import edge_weights, symmetrise
+from .affinity import edge_weights, has_self_loops, symmetrise
 from .operators import Operator
 
 
@@ -58,7 +58,7 @@ def _symmetrised(
         return sp.csr_matrix((v, (r - start, c)), shape=(n_b, n))
 
     W = symmetrise(matrix(own, 0, 1), matrix(reverse, 1, 0), kernel)  # a reverse edge (i, j) reads (j, i)
-    if self_loops:
+    if has_self_loops(kernel, self_loops):
         W = (W + sp.csr_matrix((np.ones(n_b), (np.arange(n_b), np.arange(start, start + n_b))), shape=(n_b, n))).tocsr()
     return W
 

@@ -25,7 +25,7 @@ from .spectral import _SpectralBase
 
 
 class DiffusionMap(_SpectralBase):
-    """Diffusion map on a kNN-truncated Gaussian kernel, exact or by landmarks.
+    """Diffusion map on a kNN-truncated kernel, exact or by landmarks.
 
     Parameters
     ----------
@@ -34,9 +34,19 @@ class DiffusionMap(_SpectralBase):
     n_neighbors : int
         Other rows per row in the kernel graph (union-symmetrised).
     epsilon : "auto" or float
-        Kernel scale in ``exp(-|x - y|^2 / (2 epsilon^2))``.
+        Scale of the Gaussian kernel ``exp(-|x - y|^2 / (2 epsilon^2))``.
         ``"auto"``: half the median distance to the ``n_neighbors``-th
         neighbour (the kernel is ``e^-2`` there).
+    kernel : {"gaussian", "umap"}
+        ``gaussian``: one scale, ``epsilon``, for every row. ``umap``: UMAP's
+        fuzzy union, each row's scale set by its own neighbours (no
+        ``epsilon``): scanpy's ``obsp["connectivities"]`` and so its
+        ``tl.diffmap`` (scanpy's ``n_neighbors=15`` counts the cell itself,
+        so it is ``n_neighbors=14`` here). On data with far-apart groups or
+        isolated rows (single cells) one global scale leaves such rows
+        joined by edges of weight ~0, whose eigenvalues are ~1 and whose
+        coordinates mark them instead of the geometry; the adaptive kernel
+        does not (:func:`bigdr.graph.affinity.fuzzy_scales`).
     alpha : float in [0, 1]
         Coifman–Lafon normalisation: 0 graph Laplacian, 0.5 Fokker–Planck,
         1 Laplace–Beltrami (default: the geometry without the sampling density).
@@ -51,8 +61,12 @@ class DiffusionMap(_SpectralBase):
         asks for more (:func:`bigdr.core.dimension.rows_needed`). Fewer
         landmarks than that rule asks for warn (``SparseGraphWarning``).
     eigen_solver : {"auto", "dense", "arpack", "lobpcg", "amg"}
-        See :func:`bigdr.blockwise.linalg.smallest_eigh`; ``auto``: dense up to 2000
-        graph rows, else LOBPCG with an AMG preconditioner.
+        See :func:`bigdr.core.eigen.smallest_eigh`; ``auto``: dense up to 2000
+        graph rows, else by the manifold's estimated dimension
+        (:func:`bigdr.core.eigen.graph_solver`): LOBPCG with an AMG
+        preconditioner on low-dimensional manifolds, whose wanted eigenvalues
+        crowd near 1, ARPACK on high-dimensional data such as single cells.
+        ``eigen_solver_`` records the choice.
     metric : str
         Distance of the neighbour search (:func:`bigdr.knn_graph`).
     neighbor_method : {"auto", "kdtree", "brute", "faiss", "nndescent"}
@@ -95,9 +109,11 @@ class DiffusionMap(_SpectralBase):
 
     Levina, E. & Bickel, P. J. (2005). Maximum likelihood estimation of
     intrinsic dimension. Advances in Neural Information Processing Systems 17.
+
+    McInnes, L., Healy, J. & Melville, J. (2018). UMAP: Uniform manifold
+    approximation and projection for dimension reduction. arXiv:1802.03426.
     """
 
-    _kernel = "gaussian"
     _self_loops = True
     _kind = "markov"
 
@@ -108,6 +124,7 @@ class DiffusionMap(_SpectralBase):
         epsilon: Any = "auto",
         alpha: float = 1.0,
         t: float = 1,
+        kernel: str = "gaussian",
         landmarks: Any = "auto",
         eigen_solver: str = "auto",
         metric: str = "euclidean",
@@ -121,6 +138,7 @@ class DiffusionMap(_SpectralBase):
         self.epsilon = epsilon
         self.alpha = alpha
         self.t = t
+        self.kernel = kernel
         self.landmarks = landmarks
         self.eigen_solver = eigen_solver
         self.metric = metric
@@ -128,6 +146,12 @@ class DiffusionMap(_SpectralBase):
         self.on_disconnected = on_disconnected
         self.random_state = random_state
         self.partitions = partitions
+
+    @property
+    def _kernel(self) -> str:  # type: ignore[override]  # a class attribute in the base
+        if self.kernel not in ("gaussian", "umap"):
+            raise ValueError(f"kernel must be 'gaussian' or 'umap'; got {self.kernel!r}.")
+        return str(self.kernel)
 
     def _alpha(self) -> float:
         return check_alpha(self.alpha)

@@ -65,9 +65,10 @@ class NystromExtension(Extension):
         metric: Any,
         rotation: np.ndarray | None = None,
         offset: np.ndarray | None = None,
+        scales: np.ndarray | None = None,
     ) -> None:
         self.index, self.W, self.k, self.k_query = index, W, k, k_query
-        self.radius, self.q = radius, q
+        self.radius, self.q, self.scales = radius, q, scales
         self.kernel, self.epsilon, self.self_loops, self.alpha = kernel, epsilon, self_loops, alpha
         self.kind, self.phi, self.mu, self.scale = kind, phi, mu, scale
         self.reference, self.metric = reference, metric
@@ -130,7 +131,7 @@ class NystromExtension(Extension):
         ind, dist = self.candidates(rows)
         nearest = dist[:, 0].copy()
         w, is_self = new_row_weights(
-            ind, dist.astype(np.float64), self.k, self.radius, self.kernel, self.epsilon, self.self_loops
+            ind, dist.astype(np.float64), self.k, self.radius, self.kernel, self.epsilon, self.self_loops, self.scales
         )
         # A reference row's candidates may miss a far reverse neighbour;
         # its kernel row is known exactly, so use it (Nyström on the

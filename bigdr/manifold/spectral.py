@@ -32,7 +32,7 @@ from ..base import ExtensionEstimator, wants_numpy
 from ..blockwise.sampling import SAMPLE_CHUNK_BYTES, keys_of, row_keys, select_landmarks
 from ..core.dimension import grown_sample, intrinsic_dimension, warn_if_sparse
 from ..core.drift import empirical_threshold
-from ..core.eigen import flip_signs, smallest_eigh
+from ..core.eigen import flip_signs, graph_solver, smallest_eigh
 from ..core.triangulation import rigid_alignment
 from ..exceptions import DisconnectedGraphWarning
 from ..graph.affinity import affinity, auto_epsilon
@@ -203,7 +203,11 @@ class _SpectralBase(ExtensionEstimator):
         initial = None
         if warm is not None:
             initial = np.column_stack([np.ones(len(warm)), warm * (np.sqrt(op.d)[:, None] if op.d is not None else 1)])
-        eig = smallest_eigh(L, d + 1, self.eigen_solver, self.seed_, op.null_vector, initial=initial)
+        solver = self.eigen_solver
+        if solver == "auto" and warm is None:  # a warm start is LOBPCG's (partial_fit)
+            solver = graph_solver(L.shape[0], self.n_neighbors_, self.intrinsic_dimension_)
+        self.eigen_solver_ = solver
+        eig = smallest_eigh(L, d + 1, solver, self.seed_, op.null_vector, initial=initial)
         mu, U = eig.values, eig.vectors
         scale_l = float(abs(L).sum(axis=1).max())
         self.n_unit_eigenvalues_ = int(np.sum(mu < 1e-9 * scale_l))
@@ -224,6 +228,7 @@ class _SpectralBase(ExtensionEstimator):
         self.eigenvectors_ = phi
         self.laplacian_eigenvalues_ = mu
         self.neighbor_radius_ = aff.radius
+        self.local_scales_ = aff.scales
         self.degrees_ = q
         self.max_degree_ = aff.max_degree
         self.graph_indices_, self.graph_distances_ = ind, dist.astype(np.float32)
@@ -326,6 +331,7 @@ class _SpectralBase(ExtensionEstimator):
             metric=metric,
             rotation=self.__dict__.get("rotation_"),
             offset=self.__dict__.get("offset_"),
+            scales=self.__dict__.get("local_scales_"),
         )
 
     def distance_ratio(self, X: Any) -> np.ndarray | da.Array:

@@ -1,0 +1,197 @@
+"""The whole single-cell path on an atlas (issue 32): h5ad -> PCA 50 -> all-rows kNN -> diffusion map -> written back.
+
+bigdr reads the ``.h5ad`` file block by block (``PCA(50)``), embeds every
+cell with ``DiffusionMap(kernel="umap", n_neighbors=14)`` (scanpy's
+connectivities: scanpy's ``n_neighbors=15`` counts the cell itself) on its
+all-rows kNN graph (faiss HNSW), and writes ``obsm["X_pca"]``,
+``varm["PCs"]``, ``uns["pca"]``, ``obsm["X_diffmap"]`` and
+``uns["diffmap_evals"]`` into the file. scanpy does what its tutorials do:
+``read_h5ad``, ``sc.pp.pca``, ``sc.pp.neighbors``, ``sc.tl.diffmap``,
+``write_h5ad``, all defaults. Each runs on its own copy of the file, in a
+fresh process (peak RSS its own), BLAS on one thread per thread.
+
+Agreement: Spearman's rank correlation between the first two diffusion
+components of both, as written. The ceiling is scanpy against itself: the
+same PCs, ``neighbors`` and ``diffmap`` with another ``random_state`` (NN-descent's
+and ARPACK's seeds).
+
+``python benchmarks/bench_single_cell.py path`` (``cells-1M``) or ``path-100k``
+(``cells-100k``): the data of ``bench_sparse.py data``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import DATA, ru_maxrss_mib, run_child, run_sections  # noqa: E402
+from bench_sparse import ONE_BLAS, path_of  # noqa: E402
+
+SCRIPT = Path(__file__).resolve()
+K_PCA, K_DIFFMAP = 50, 15  # scanpy's defaults: 50 PCs, 15 diffusion components (the trivial one included)
+
+
+def bigdr_path(spec: dict) -> dict:
+    import dask
+
+    import bigdr
+    from bigdr.io.obsm import write_obsm
+    from bigdr.runtime.compute import compute
+
+    dask.config.set(scheduler="threads", num_workers=spec["threads"])
+    path, times = spec["path"], {}
+    t0 = time.perf_counter()
+    pca = bigdr.PCA(K_PCA, random_state=0)
+    (P,) = compute(pca.fit_transform(path))
+    times["pca"] = time.perf_counter() - t0
+    t = time.perf_counter()
+    dm = bigdr.DiffusionMap(K_DIFFMAP - 1, n_neighbors=14, kernel="umap", random_state=0)
+    E = dm.fit_transform(P)
+    times["neighbors_diffmap"] = time.perf_counter() - t
+    t = time.perf_counter()
+    write_obsm(P, path, "X_pca", model=pca)
+    write_obsm(E, path, "X_diffmap", model=dm)
+    times["write"] = time.perf_counter() - t
+    seconds = time.perf_counter() - t0
+    import anndata
+
+    written = anndata.read_h5ad(path, backed="r")
+    np.save(spec["out"], np.asarray(written.obsm["X_diffmap"][:, :3], dtype=np.float64))
+    return {
+        "seconds": seconds,
+        "steps": times,
+        "peak_rss_mib": ru_maxrss_mib(),
+        "pca_passes": pca.n_iter_,
+        "eigenvalues": [1.0, *map(float, dm.eigenvalues_)],
+        "n_unit_eigenvalues": int(dm.n_unit_eigenvalues_),
+    }
+
+
+def scanpy_path(spec: dict) -> dict:
+    import anndata
+    import scanpy as sc
+
+    times = {}
+    t0 = time.perf_counter()
+    if spec.get("pcs"):  # the ceiling: scanpy's own PCs, its graph and diffusion map with another seed
+        adata = anndata.AnnData(obsm={"X_pca": np.load(spec["pcs"])})
+    else:
+        adata = anndata.read_h5ad(spec["path"])
+        times["read"] = time.perf_counter() - t0
+        t = time.perf_counter()
+        sc.pp.pca(adata, n_comps=K_PCA)
+        times["pca"] = time.perf_counter() - t
+    seed = spec.get("seed", 0)
+    t = time.perf_counter()
+    # (its default representation for 10,000 genes is X_pca; an AnnData of PCs alone must name it)
+    sc.pp.neighbors(adata, random_state=seed, use_rep="X_pca")
+    times["neighbors"] = time.perf_counter() - t
+    t = time.perf_counter()
+    sc.tl.diffmap(adata, n_comps=K_DIFFMAP, random_state=seed)
+    times["diffmap"] = time.perf_counter() - t
+    if not spec.get("pcs"):
+        t = time.perf_counter()
+        adata.write_h5ad(spec["path"])
+        times["write"] = time.perf_counter() - t
+        np.save(spec["out"] + ".pcs.npy", adata.obsm["X_pca"])
+    seconds = time.perf_counter() - t0
+    np.save(spec["out"], np.asarray(adata.obsm["X_diffmap"][:, :3], dtype=np.float64))
+    return {
+        "seconds": seconds,
+        "steps": times,
+        "peak_rss_mib": ru_maxrss_mib(),
+        "eigenvalues": np.asarray(adata.uns["diffmap_evals"], dtype=np.float64).tolist(),
+    }
+
+
+def spearman(A: np.ndarray, B: np.ndarray) -> list[float]:
+    """|Spearman| between diffusion components 1 and 2 of A and B (column 0 is the trivial one)."""
+    from scipy.stats import spearmanr
+
+    return [float(abs(spearmanr(A[:, j], B[:, j]).statistic)) for j in (1, 2)]
+
+
+def versions() -> dict:
+    from importlib.metadata import version
+
+    return {name: version(name) for name in ("scanpy", "anndata", "scipy", "pynndescent", "faiss-cpu", "umap-learn")}
+
+
+def path_section(data: str) -> tuple[dict, str]:
+    import tempfile
+
+    source = path_of(data)
+    out: dict = {"data": str(source.name), "versions": versions()}
+    with tempfile.TemporaryDirectory(dir=DATA) as tmp:
+        runs = {
+            "bigdr": {"task": "bigdr", "threads": 2},
+            "scanpy": {"task": "scanpy"},
+        }
+        for name, spec in runs.items():
+            copy = Path(tmp) / f"{name}.h5ad"
+            shutil.copyfile(source, copy)  # each writes into its own copy; the copy is not timed
+            spec.update(path=str(copy), out=f"{tmp}/{name}.npy")
+            out[name] = run_child(SCRIPT, json.dumps(spec), env=ONE_BLAS, timeout=14400)
+            copy.unlink()
+            print(name, out[name], flush=True)
+        reseed = {"task": "scanpy", "pcs": f"{tmp}/scanpy.npy.pcs.npy", "seed": 1, "out": f"{tmp}/reseed.npy"}
+        out["scanpy_reseeded"] = run_child(SCRIPT, json.dumps(reseed), env=ONE_BLAS, timeout=14400)
+        print("scanpy_reseeded", out["scanpy_reseeded"], flush=True)
+        ours, theirs, again = (np.load(f"{tmp}/{n}.npy") for n in ("bigdr", "scanpy", "reseed"))
+    out["spearman_bigdr_scanpy"] = spearman(ours, theirs)
+    out["spearman_scanpy_reseeded"] = spearman(theirs, again)
+    b, s = out["bigdr"], out["scanpy"]
+    out["time_ratio"] = b["seconds"] / s["seconds"]
+    out["memory_ratio"] = b["peak_rss_mib"] / s["peak_rss_mib"]
+
+    def steps(r: dict) -> str:
+        return ", ".join(f"{k} {v:.0f} s" for k, v in r["steps"].items())
+
+    def evals(r: dict) -> str:
+        return ", ".join(f"{v:.5f}" for v in r["eigenvalues"][1:6])
+
+    v = out["versions"]
+    md = (
+        f"## The whole single-cell path: `{source.name}` -> PCA 50 -> kNN graph -> diffusion map -> written back\n\n"
+        "Each library on its own copy of the file, in a fresh process, BLAS on one thread per thread (bigdr on 2 "
+        "dask threads). bigdr: `PCA(50)` from the file, `DiffusionMap(14, n_neighbors=14, kernel='umap')` on every "
+        "cell (scanpy's connectivities; scanpy's `n_neighbors=15` counts the cell itself), `write_obsm` of "
+        "`X_pca` and `X_diffmap` with scanpy's companions. scanpy (defaults): `read_h5ad`, `pp.pca`, "
+        "`pp.neighbors`, `tl.diffmap`, `write_h5ad`; its time includes numba's compilation of NN-descent, "
+        f"as a user's first call does. scanpy {v['scanpy']}, anndata {v['anndata']}, scipy {v['scipy']}, "
+        f"pynndescent {v['pynndescent']}, faiss-cpu {v['faiss-cpu']}.\n\n"
+        "| run | time (s) | peak RSS (GiB) | steps | eigenvalues 1-5 |\n| --- | --- | --- | --- | --- |\n"
+        f"| bigdr | {b['seconds']:.0f} | {b['peak_rss_mib'] / 1024:.2f} | {steps(b)} | {evals(b)} |\n"
+        f"| scanpy | {s['seconds']:.0f} | {s['peak_rss_mib'] / 1024:.2f} | {steps(s)} | {evals(s)} |\n"
+        f"| scanpy again, another seed (from its PCs) | {out['scanpy_reseeded']['seconds']:.0f} | "
+        f"{out['scanpy_reseeded']['peak_rss_mib'] / 1024:.2f} | {steps(out['scanpy_reseeded'])} | "
+        f"{evals(out['scanpy_reseeded'])} |\n\n"
+        f"bigdr / scanpy: time {out['time_ratio']:.2f}, peak memory {out['memory_ratio']:.2f}.\n\n"
+        "|Spearman| of diffusion components 1 and 2: bigdr against scanpy "
+        f"{out['spearman_bigdr_scanpy'][0]:.3f}, {out['spearman_bigdr_scanpy'][1]:.3f}; scanpy against itself "
+        f"with another seed {out['spearman_scanpy_reseeded'][0]:.3f}, {out['spearman_scanpy_reseeded'][1]:.3f}.\n"
+    )
+    return out, md
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("sections", nargs="+")
+    args = parser.parse_args()
+    runners = {"path": lambda: path_section("cells-1M"), "path-100k": lambda: path_section("cells-100k")}
+    run_sections("single_cell", runners, args.sections)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "child":
+        spec = json.loads(sys.argv[2])
+        print(json.dumps(bigdr_path(spec) if spec["task"] == "bigdr" else scanpy_path(spec)))
+    else:
+        main()
