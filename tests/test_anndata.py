@@ -77,7 +77,7 @@ def scanpy_written(tmp_path_factory):
     for path in paths:
         assert main(["fit-transform", path, "--obsm", "X_pca", "-k", "20"]) == 0
         argv = ["fit-transform", path, "--dataset", "obsm/X_pca", "--obsm", "X_diffmap", "--method", "diffusion-map"]
-        assert main([*argv, "-k", "10", "--landmarks", "none"]) == 0
+        assert main([*argv, "-k", "10", "--landmarks", "none", "--kernel", "umap", "--n-neighbors", "14"]) == 0
     return paths, adata
 
 
@@ -112,6 +112,34 @@ def test_scanpy_next_steps_run_on_what_bigdr_wrote(scanpy_written):
         sc.pl.pca(back, color="program", show=False)
     sc.tl.umap(back)  # once: its numba functions compile on first use
     assert back.obsm["X_umap"].shape == (600, 2)
+
+
+def test_the_graph_is_written_as_scanpys_neighbors(scanpy_written, tmp_path):
+    """kernel='umap' on all rows: obsp and uns['neighbors'] as sc.pp.neighbors(n_neighbors=15) leaves them,
+    so scanpy's next steps run on bigdr's graph without recomputing it."""
+    sc = pytest.importorskip("scanpy")
+    paths, _ = scanpy_written
+    for path in paths:
+        back = anndata.read_h5ad(path) if path.endswith(".h5ad") else anndata.read_zarr(path)
+        assert back.uns["neighbors"]["params"]["n_neighbors"] == 15
+        ours = back.obsp["connectivities"]
+        theirs = back.copy()
+        sc.pp.neighbors(theirs, n_neighbors=15, use_rep="X_pca")  # exact neighbours at 600 cells, as bigdr's
+        assert abs(ours - theirs.obsp["connectivities"]).max() < 1e-5
+        assert abs(back.obsp["distances"] - theirs.obsp["distances"]).max() < 1e-4
+        back.uns["iroot"] = 0
+        sc.tl.dpt(back, n_dcs=10)  # on bigdr's graph and diffusion map, no sc.pp.neighbors
+        assert np.isfinite(back.obs["dpt_pseudotime"]).all()
+    # A store with neighbours of its own keeps them, whole, and says so.
+    del theirs.obsm["X_diffmap"], theirs.uns["diffmap_evals"]
+    own = str(tmp_path / "own.h5ad")
+    theirs.write_h5ad(own)
+    model = bigdr.DiffusionMap(3, n_neighbors=14, kernel="umap", landmarks=None).fit(theirs.obsm["X_pca"])
+    with pytest.warns(UserWarning, match="obsp/connectivities, obsp/distances, uns/neighbors already in"):
+        bigdr.write_obsm(model.embedding_, own, "X_diffmap", model=model)
+    again = anndata.read_h5ad(own)
+    assert abs(again.obsp["connectivities"] - theirs.obsp["connectivities"]).max() == 0
+    assert again.obsm["X_diffmap"].shape == (600, 4)
 
 
 def test_command_line_writes_obsm(cells, capsys):

@@ -140,13 +140,16 @@ def affinity(indices: np.ndarray, distances: np.ndarray, kernel: str, epsilon: f
     """Sparse symmetric affinity of a kNN graph given as ``(n, k)`` indices and distances (self excluded)."""
     n, k = indices.shape
     rows = np.repeat(np.arange(n), k)
-    vals = edge_weights(distances, kernel, epsilon).ravel()
+    scales = fuzzy_scales(distances) if kernel == "umap" else None
+    if scales is not None:
+        vals = np.maximum(fuzzy_memberships(distances, scales[:, :1], scales[:, 1:]), np.finfo(np.float64).tiny).ravel()
+    else:
+        vals = edge_weights(distances, kernel, epsilon).ravel()
     A = sp.csr_matrix((vals, (rows, indices.ravel())), shape=(n, n))
     W = symmetrise(A, A.T.tocsr(), kernel)
     max_degree = int(np.diff(W.indptr).max())
     if has_self_loops(kernel, self_loops):
         W = (W + sp.identity(n, format="csr")).tocsr()
-    scales = fuzzy_scales(distances) if kernel == "umap" else None
     return Affinity(W, np.asarray(distances[:, -1], dtype=np.float64), max_degree, scales)
 
 

@@ -94,13 +94,16 @@ def write_obsm(embedding: Any, store: str | os.PathLike, key: str, overwrite: bo
         Also write what scanpy keeps next to this embedding: for PCA
         ``varm["PCs"]`` and ``uns["pca"]`` (``variance``, ``variance_ratio``,
         ``params``); for a diffusion map the trivial first component in
-        ``obsm["X_diffmap"]`` and ``uns["diffmap_evals"]``; for other methods
-        ``uns[key]`` with the parameters.
+        ``obsm["X_diffmap"]`` and ``uns["diffmap_evals"]``, and, for
+        ``kernel="umap"`` on all rows, its graph as scanpy's ``pp.neighbors``
+        leaves it (``obsp["connectivities"]``, ``obsp["distances"]``,
+        ``uns["neighbors"]``); for other methods ``uns[key]`` with the parameters.
     """
     from .read import as_array
 
     store = os.fspath(store)
     Y, entries = (embedding, {}) if model is None else model._anndata_parts(embedding, key)
+    entries = _without_others(store, entries, getattr(model, "_anndata_optional", ()), overwrite)
     check_obsm(store, key, overwrite, also=list(entries))
     Yd = as_array(Y, name="embedding", min_rows=1)
     rows = n_obs(store)
@@ -110,6 +113,30 @@ def write_obsm(embedding: Any, store: str | os.PathLike, key: str, overwrite: bo
         _write_h5ad(store, key, Yd, entries)
     else:
         _write_zarr(store, key, Yd, entries, overwrite)
+
+
+def _without_others(store: str, entries: dict[str, Any], optional: Iterable[str], overwrite: bool) -> dict[str, Any]:
+    """``entries`` less the ``optional`` ones (all of them) when the store already holds one that bigdr
+    may not replace (not bigdr's, or no ``overwrite``), with a warning that names it: a user's own
+    neighbours stay, whole."""
+    import warnings
+
+    optional = tuple(optional)
+    if not optional or not is_anndata(store):
+        return entries
+    kept = []
+    with _open(store, "r") as root:
+        for name in optional:
+            if name in entries and name in root and not (overwrite and root[name].attrs.get(MARK)):
+                kept.append(name)
+    if kept:
+        warnings.warn(
+            f"{', '.join(kept)} already in {store}: kept as they are, so they do not describe the graph of this "
+            f"embedding; remove them (or pass overwrite=True where bigdr wrote them) to have bigdr's written.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return {name: value for name, value in entries.items() if not (kept and name in optional)}  # all or none
 
 
 def _dict_attrs(group: Any) -> None:

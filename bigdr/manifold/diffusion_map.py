@@ -15,6 +15,7 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
+import scipy.sparse as sp
 
 from ..graph.affinity import affinity, auto_epsilon, check_alpha
 from ..graph.knn import knn_graph
@@ -22,6 +23,9 @@ from ..graph.operators import normalise
 from ..io import as_array
 from ..runtime.compute import compute
 from .spectral import _SpectralBase
+
+#: What :meth:`DiffusionMap._neighbors_entries` writes next to ``X_diffmap`` (scanpy's ``pp.neighbors``).
+NEIGHBORS_NAMES = ["obsp/connectivities", "obsp/distances", "uns/neighbors"]
 
 
 class DiffusionMap(_SpectralBase):
@@ -115,6 +119,8 @@ class DiffusionMap(_SpectralBase):
     """
 
     _self_loops = True
+    #: Written with ``X_diffmap`` where the store has none of its own (:func:`bigdr.io.obsm.write_obsm`).
+    _anndata_optional = NEIGHBORS_NAMES
     _kind = "markov"
 
     def __init__(
@@ -166,7 +172,12 @@ class DiffusionMap(_SpectralBase):
         return np.sign(lam) * np.abs(lam) ** t  # a fractional power of a negative eigenvalue: keep its sign
 
     def _anndata_names(self, key: str) -> list[str]:
+        # The graph's entries are optional: a store's own neighbours are kept (write_obsm)
         return ["uns/diffmap_evals"] if key == "X_diffmap" else [f"uns/{key}"]
+
+    def _writes_neighbors(self) -> bool:
+        """Whether the fitted graph is scanpy's neighbours of every cell (umap kernel, one graph row per cell)."""
+        return getattr(self, "kernel_", None) == "umap" and getattr(self, "mode_", None) == "all-rows"
 
     def _anndata_parts(self, Y: Any, key: str) -> tuple[Any, dict[str, Any]]:
         """Under ``X_diffmap``, scanpy's layout: the trivial component first and ``uns["diffmap_evals"]``.
@@ -177,8 +188,10 @@ class DiffusionMap(_SpectralBase):
         eigenvectors of the Markov matrix, so the trivial one is the constant
         ``1``; scanpy's columns are the eigenvectors of the symmetric
         conjugate instead, which differ from ``phi`` by ``sqrt(degree)`` per
-        cell. Other keys get the coordinates as they are and
-        ``uns[key]`` with the eigenvalues and parameters.
+        cell. With ``kernel="umap"`` on all rows the graph is scanpy's
+        neighbours, written as ``pp.neighbors`` writes them
+        (:meth:`_neighbors_entries`). Other keys get the coordinates as they
+        are and ``uns[key]`` with the eigenvalues and parameters.
         """
         evals = np.asarray(self.eigenvalues_, dtype=np.float64)
         if key != "X_diffmap":
@@ -188,7 +201,31 @@ class DiffusionMap(_SpectralBase):
             full: Any = da.concatenate([ones, Y.rechunk({1: -1})], axis=1)
         else:
             full = np.column_stack([np.ones(len(Y), dtype=np.asarray(Y).dtype), Y])
-        return full, {"uns/diffmap_evals": np.r_[1.0, evals]}
+        entries: dict[str, Any] = {"uns/diffmap_evals": np.r_[1.0, evals]}
+        if self._writes_neighbors():
+            entries.update(self._neighbors_entries())
+        return full, entries
+
+    def _neighbors_entries(self) -> dict[str, Any]:
+        """scanpy's ``sc.pp.neighbors`` output from the fitted graph: ``obsp`` and ``uns["neighbors"]``.
+
+        ``connectivities`` is the fitted affinity (UMAP's fuzzy union);
+        ``distances`` each cell's ``n_neighbors`` nearest others, as scanpy
+        keeps them (float32, no self-loops). scanpy's ``n_neighbors`` counts
+        the cell itself, so it is written as ``n_neighbors + 1``; ``tl.umap``,
+        ``tl.leiden`` and ``tl.dpt`` then run on bigdr's graph.
+        """
+        W = self._kernel_matrix().astype(np.float32)
+        ind, dist = self.graph_indices_, self.graph_distances_
+        n, k = ind.shape
+        D = sp.csr_matrix((dist.ravel().astype(np.float32), ind.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
+        D.sort_indices()
+        params = {"n_neighbors": k + 1, "method": "umap", "metric": str(self.metric_), "random_state": self.seed_}
+        return {
+            "obsp/connectivities": W,
+            "obsp/distances": D,
+            "uns/neighbors": {"connectivities_key": "connectivities", "distances_key": "distances", "params": params},
+        }
 
     @property
     def eigenvalues_(self) -> np.ndarray:

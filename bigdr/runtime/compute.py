@@ -199,6 +199,11 @@ def parallelism() -> int:
             return max(1, sum(client.nthreads().values()))
         except Exception:  # pragma: no cover - a client between connections
             return 1
+    return local_threads()
+
+
+def local_threads() -> int:
+    """Threads of this process's own scheduler (dask's ``num_workers``, else the cores)."""
     import os
 
     return max(1, int(dask.config.get("num_workers", None) or os.cpu_count() or 1))
