@@ -150,6 +150,9 @@ def test_random_state_reproducible_and_chunking_invariant(name, data):
         drawn = est.fit_transform(data)  # the seed drawn for None is kept, so the fit can be repeated
         again = make(cls).set_params(random_state=est.seed_).fit_transform(data)
         np.testing.assert_array_equal(again, drawn)
+        # scikit-learn's other form: a RandomState, whose stream gives the seed
+        legacy = [make(cls).set_params(random_state=np.random.RandomState(3)).fit_transform(data) for _ in range(2)]
+        np.testing.assert_array_equal(legacy[0], legacy[1])
 
 
 @names
