@@ -301,8 +301,8 @@ def graph_solver(n: int, k: int, dimension: float) -> str:
     Lanczos needs iterations in proportion to the inverse square root of the
     gap: ``(n / k)^(1 / D)``. AMG-preconditioned LOBPCG needs a nearly
     constant number, each a multigrid cycle per vector. Measured at 100,000
-    rows: a swiss roll (``D`` = 2.3, growth 46), AMG 1.5 s against ARPACK
-    26.6 s; single-cell log-counts after PCA to 50 (``D`` = 17, growth 1.7,
+    rows: a swiss roll (``D`` = 2.3, growth 46), AMG 0.8 s against ARPACK
+    21 s; single-cell log-counts after PCA to 50 (``D`` = 17, growth 1.7,
     15 eigenpairs), ARPACK 6 s against AMG 30 s, the same eigenvalues to
     1e-12. Lanczos is chosen up to a growth of :data:`LANCZOS_MAX_GROWTH`
     (an unknown dimension counts as low).
