@@ -8,6 +8,8 @@ turn all of them into errors.
 
 from __future__ import annotations
 
+from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
+from sklearn.exceptions import DataDimensionalityWarning as _SklearnDataDimensionalityWarning
 from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
 
 
@@ -35,12 +37,19 @@ class NonEuclideanWarning(BigdrWarning):
     """The dissimilarities have fewer positive eigenvalues than components asked for."""
 
 
-class DataDimensionalityWarning(BigdrWarning):
-    """More components than features: the projection cannot reduce the dimension."""
+class DataDimensionalityWarning(BigdrWarning, _SklearnDataDimensionalityWarning):
+    """More components than features: the projection cannot reduce the dimension.
+
+    Also scikit-learn's ``DataDimensionalityWarning``, so its filters and tests catch it.
+    """
 
 
-class ConvergenceWarning(BigdrWarning):
-    """An iterative solver stopped before reaching its tolerance."""
+class ConvergenceWarning(BigdrWarning, _SklearnConvergenceWarning):
+    """An iterative solver stopped before reaching its tolerance.
+
+    Also scikit-learn's ``ConvergenceWarning``, so ``warnings.filterwarnings(...,
+    category=sklearn.exceptions.ConvergenceWarning)`` and scikit-learn's tests catch it.
+    """
 
 
 class ExtrapolationWarning(BigdrWarning):

@@ -129,6 +129,10 @@ def test_non_convergence_says_what_to_change(data):
     with pytest.warns(ConvergenceWarning, match="raise max_iter or tol"):
         fa = bigdr.FactorAnalysis(K, max_iter=2).fit(data)
     assert not fa.converged_ and fa.n_iter_ == 2
+    import sklearn.exceptions
+
+    with pytest.warns(sklearn.exceptions.ConvergenceWarning):  # scikit-learn's class catches bigdr's
+        bigdr.FactorAnalysis(K, max_iter=2).fit(data)
 
 
 def test_on_a_real_cluster(cluster_client, data, tmp_path):

@@ -154,6 +154,10 @@ def test_bad_input(wide):
         GaussianRandomProjection(eps=0.05).fit(wide)  # the JL dimension exceeds p
     with pytest.warns(DataDimensionalityWarning):
         GaussianRandomProjection(3000).fit(wide)
+    import sklearn.exceptions
+
+    with pytest.warns(sklearn.exceptions.DataDimensionalityWarning):  # scikit-learn's class catches bigdr's
+        GaussianRandomProjection(3000).fit(wide)
     with pytest.raises(ValueError, match="density"):
         SparseRandomProjection(10, density=0).fit(wide)
     bad = wide.copy()
