@@ -29,6 +29,7 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 from ._random import PROJECTION_STREAM, block_rng, resolve_seed
@@ -165,7 +166,37 @@ class _RandomProjection(BigdrEstimator):
         self.seed_ = int(seed)
         density = self._density(p)
         self.density_ = -1.0 if density is None else float(density)
+        self.__dict__.pop("inverse_components_", None)
+        if self.compute_inverse_components:
+            self.inverse_components_ = self._inverse_components(Xd.dtype)
         return self
+
+    def _inverse_components(self, dtype: Any) -> np.ndarray:
+        """The Moore-Penrose pseudo-inverse of ``components_``, ``(p, k)``: p x k memory."""
+        R: Any = self.components_
+        R = R.toarray() if sp.issparse(R) else R
+        out = np.float32 if dtype == np.float32 else np.float64
+        return scipy.linalg.pinv(np.asarray(R, dtype=np.float64), check_finite=False).astype(out)
+
+    def inverse_transform(self, X: Any) -> np.ndarray | da.Array:
+        """Back to feature space by the pseudo-inverse: ``X pinv(R)^T``, ``(n, p)``.
+
+        ``inverse_components_`` when it was computed at fit (``compute_inverse_components``),
+        else computed now (p x k memory). Lazy for lazy input.
+        """
+        self._check_fitted()
+        inverse = self.__dict__.get("inverse_components_")
+        if inverse is None:
+            inverse = self._inverse_components(getattr(X, "dtype", np.float64))
+        if isinstance(X, da.Array):
+            return X @ inverse.T.astype(X.dtype)
+        X = X.toarray() if sp.issparse(X) else np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.n_components_:
+            raise ValueError(
+                f"X has {X.shape[-1] if X.ndim else 0} columns; inverse_transform needs the "
+                f"{self.n_components_} of the projection."
+            )
+        return X @ inverse.T.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False, k: int | None = None) -> dict[str, Part]:
         n, p = Xd.shape
@@ -268,6 +299,9 @@ class GaussianRandomProjection(_RandomProjection):
         for the number of rows and ``eps``.
     eps : float in (0, 1)
         Distortion allowed to pairwise squared distances when ``n_components="auto"``.
+    compute_inverse_components : bool
+        Compute ``inverse_components_``, the pseudo-inverse of ``components_``
+        (p x k memory), at fit; ``inverse_transform`` otherwise computes it when called.
     random_state : int or None
         The whole projection: the same seed gives the same output for any
         chunking and scheduler. None draws a seed once (kept in ``seed_``).
@@ -276,6 +310,7 @@ class GaussianRandomProjection(_RandomProjection):
     ----------
     n_components_, n_features_in_, seed_ : int
     components_ : (k, p) generated on demand
+    inverse_components_ : (p, k), with ``compute_inverse_components``
 
     References
     ----------
@@ -297,9 +332,17 @@ class GaussianRandomProjection(_RandomProjection):
     (100, 20)
     """
 
-    def __init__(self, n_components: Any = "auto", eps: float = 0.1, random_state: int | None = 0) -> None:
+    def __init__(
+        self,
+        n_components: Any = "auto",
+        *,
+        eps: float = 0.1,
+        compute_inverse_components: bool = False,
+        random_state: int | None = 0,
+    ) -> None:
         self.n_components = n_components
         self.eps = eps
+        self.compute_inverse_components = compute_inverse_components
         self.random_state = random_state
 
 
@@ -315,12 +358,20 @@ class SparseRandomProjection(_RandomProjection):
         ``1/3``: Achlioptas (2003).
     eps : float in (0, 1)
         Distortion allowed to pairwise squared distances when ``n_components="auto"``.
+    dense_output : bool
+        Accepted for scikit-learn's signature. bigdr's output is always a dense
+        array: ``k`` projections of a sparse row are nearly all nonzero (each
+        sums ``density x p`` of its entries), so a sparse result would hold as
+        many entries as the dense one at three times the memory.
+    compute_inverse_components : bool
+        As in :class:`GaussianRandomProjection`.
     random_state : int or None
         The whole projection: the same seed gives the same output for any chunking and scheduler.
 
     Attributes
     ----------
     density_ : float
+    inverse_components_ : (p, k), with ``compute_inverse_components``
 
     References
     ----------
@@ -342,11 +393,20 @@ class SparseRandomProjection(_RandomProjection):
     """
 
     def __init__(
-        self, n_components: Any = "auto", density: Any = "auto", eps: float = 0.1, random_state: int | None = 0
+        self,
+        n_components: Any = "auto",
+        *,
+        density: Any = "auto",
+        eps: float = 0.1,
+        dense_output: bool = False,
+        compute_inverse_components: bool = False,
+        random_state: int | None = 0,
     ) -> None:
         self.n_components = n_components
         self.density = density
         self.eps = eps
+        self.dense_output = dense_output
+        self.compute_inverse_components = compute_inverse_components
         self.random_state = random_state
 
     def _density(self, p: int) -> float:

@@ -168,3 +168,20 @@ def test_bad_input(wide):
     M.data[0] = np.inf
     with pytest.raises(ValueError, match="NaN"):
         SparseRandomProjection(5).fit(M).transform(M)
+
+
+@pytest.mark.parametrize("cls", [GaussianRandomProjection, SparseRandomProjection])
+def test_inverse_components_and_inverse_transform(cls):
+    """scikit-learn's compute_inverse_components: the pseudo-inverse of components_, used by inverse_transform."""
+    X = np.random.default_rng(0).standard_normal((60, 12)).astype(np.float32)
+    with pytest.warns(DataDimensionalityWarning):
+        model = cls(30, compute_inverse_components=True, random_state=1).fit(X)  # k > p: R has full column rank
+    R = model.components_
+    R = R.toarray() if hasattr(R, "toarray") else R
+    np.testing.assert_allclose(model.inverse_components_, np.linalg.pinv(R), atol=1e-5)
+    assert model.inverse_components_.dtype == np.float32
+    back = model.inverse_transform(model.transform(X))
+    np.testing.assert_allclose(back, X, atol=1e-4)  # pinv(R) R = I when k >= p
+    lazy = cls(30, random_state=1).fit(X)  # computed on demand, the same numbers
+    assert not hasattr(lazy, "inverse_components_")
+    np.testing.assert_allclose(lazy.inverse_transform(da.from_array(model.transform(X))).compute(), back, atol=1e-5)
