@@ -287,3 +287,21 @@ def test_graph_solver_follows_the_manifolds_dimension(roll):
 
     thin = DiffusionMap(2, n_neighbors=10).fit(make_swiss_roll(3000, noise=0.05, seed=1)[0].compute())
     assert thin.eigen_solver_ == "amg" and thin.intrinsic_dimension_ < 3  # growth (300)^(1/2) = 17
+
+
+def test_scikit_learns_spectral_embedding_parameters(roll):
+    """gamma sets the Gaussian scale (exp(-gamma d^2)), 'rbf' is the Gaussian affinity, eigen_tol the
+    iterative solver's tolerance, n_jobs is accepted (dask schedules)."""
+    X, _ = roll
+    ours = SpectralEmbedding(2, affinity="gaussian", n_neighbors=10, epsilon=0.5, eigen_solver="amg").fit(X)
+    theirs = SpectralEmbedding(2, affinity="rbf", n_neighbors=10, gamma=2.0, eigen_solver="amg", eigen_tol=1e-8,
+                               n_jobs=-1).fit(X)  # fmt: skip
+    assert theirs.epsilon_ == pytest.approx(0.5)  # 1 / sqrt(2 gamma)
+    np.testing.assert_allclose(np.abs(theirs.embedding_), np.abs(ours.embedding_), atol=1e-4)
+    with pytest.raises(ValueError, match="gamma"):
+        SpectralEmbedding(2, affinity="rbf", gamma=-1.0).fit(X)
+    with pytest.raises(TypeError, match="eigen_tol"):
+        SpectralEmbedding(2, eigen_tol="tight").fit(X)
+    assert SpectralEmbedding(2, eigen_tol=0.0)._eigen_tol() == {"tol": 1e-12}
+    with pytest.raises(ValueError, match="'rbf'"):
+        SpectralEmbedding(2, affinity="cosine").fit(X)

@@ -77,6 +77,14 @@ class _SpectralBase(ExtensionEstimator):
     def _alpha(self) -> float:
         return 0.0
 
+    def _epsilon(self, distances: np.ndarray) -> float:
+        """The Gaussian kernel's scale: ``epsilon``, or the ``"auto"`` rule on these neighbour distances."""
+        return auto_epsilon(distances) if isinstance(self.epsilon, str) else float(self.epsilon)
+
+    def _eigen_tol(self) -> dict[str, Any]:
+        """Keyword arguments for the eigensolver's tolerance (none: its default)."""
+        return {}
+
     def _scale(self, mu: np.ndarray) -> np.ndarray:
         return np.ones_like(mu)
 
@@ -164,7 +172,7 @@ class _SpectralBase(ExtensionEstimator):
                     ind, dist = self._knn(ref, k)
             if n_ref < Xd.shape[0]:
                 warn_if_sparse(self.intrinsic_dimension_, k, n_ref, f"{n_ref} landmarks", "landmarks", 4)
-        eps = auto_epsilon(dist) if isinstance(self.epsilon, str) else float(self.epsilon)
+        eps = self._epsilon(dist)
         self.n_neighbors_, self.alpha_, self.kernel_, self.operator_ = k, alpha, self._kernel, self._kind
         self.neighbor_method_, self.metric_ = self.neighbor_method, self.metric
         self.epsilon_ = eps
@@ -207,7 +215,7 @@ class _SpectralBase(ExtensionEstimator):
         if solver == "auto" and warm is None:  # a warm start is LOBPCG's (partial_fit)
             solver = graph_solver(L.shape[0], self.n_neighbors_, self.intrinsic_dimension_)
         self.eigen_solver_ = solver
-        eig = smallest_eigh(L, d + 1, solver, self.seed_, op.null_vector, initial=initial)
+        eig = smallest_eigh(L, d + 1, solver, self.seed_, op.null_vector, initial=initial, **self._eigen_tol())
         mu, U = eig.values, eig.vectors
         scale_l = float(abs(L).sum(axis=1).max())
         self.n_unit_eigenvalues_ = int(np.sum(mu < 1e-9 * scale_l))
@@ -282,8 +290,7 @@ class _SpectralBase(ExtensionEstimator):
         state = dict(vars(self))
         dist = upd.distances.astype(np.float64)
         try:
-            if isinstance(self.epsilon, str):  # "auto": the fit's rule on the new reference set
-                self.epsilon_ = auto_epsilon(dist)
+            self.epsilon_ = self._epsilon(dist)  # "auto": the fit's rule on the new reference set
             raw = self._solve(upd.indices, dist, warm)
         except BaseException:
             self.__dict__.clear()

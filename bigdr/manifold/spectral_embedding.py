@@ -12,8 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import check_real
 from ..graph.affinity import WEIGHTINGS
 from .spectral import _SpectralBase
+
+#: The tightest ``eigen_tol`` LOBPCG is asked for (scikit-learn's 0 means machine precision).
+EIGEN_TOL_FLOOR = 1e-12
 
 
 class SpectralEmbedding(_SpectralBase):
@@ -23,9 +27,13 @@ class SpectralEmbedding(_SpectralBase):
     ----------
     n_components : int
         Coordinates of the embedding (the trivial constant vector dropped).
-    affinity : {"nearest_neighbors", "gaussian"}
+    affinity : {"nearest_neighbors", "gaussian", "rbf"}
         ``nearest_neighbors``: 0/1 kNN adjacency symmetrised as ``(A + A^T)/2``
         (scikit-learn's). ``gaussian``: the kNN-truncated heat kernel.
+        ``rbf`` (scikit-learn's name) is ``gaussian``: scikit-learn's ``rbf``
+        affinity is the dense n x n kernel, here it is truncated to the kNN
+        graph so that it scales (the truncated weights are below ``e^-2``
+        of the nearest with ``epsilon="auto"``).
     n_neighbors : int
         Other rows per row. scikit-learn's ``n_neighbors`` counts the row
         itself: its ``n_neighbors=k`` is this ``k - 1``.
@@ -35,6 +43,18 @@ class SpectralEmbedding(_SpectralBase):
         D^-1/2 W D^-1/2``. ``unnormalized``: of ``D - W``.
     epsilon : "auto" or float
         Kernel scale of the ``gaussian`` affinity.
+    gamma : None or float
+        scikit-learn's scale of the Gaussian affinity, ``exp(-gamma |x - y|^2)``:
+        when given, ``epsilon = 1 / sqrt(2 gamma)``. None: ``epsilon`` decides
+        (scikit-learn's None, ``1 / n_features``, ignores the data's scale; the
+        ``"auto"`` rule follows the neighbour distances).
+    eigen_tol : "auto" or float
+        Tolerance of the iterative eigensolvers (LOBPCG, AMG-LOBPCG); ``"auto"``:
+        1e-6; 0 (scikit-learn's "machine precision") and anything below 1e-12
+        mean 1e-12. ARPACK runs to 1e-10 either way.
+    n_jobs : None or int
+        Accepted for scikit-learn's signature; the parallelism is dask's
+        scheduler's (threads, processes or a cluster), not a count given here.
     landmarks : "auto", None or int
         None: all rows form the graph (held in this process); an int: that many
         landmarks, the rest placed by the Nystrom extension; ``"auto"``: all rows
@@ -89,6 +109,9 @@ class SpectralEmbedding(_SpectralBase):
         on_disconnected: str = "warn",
         random_state: int = 0,
         partitions: Any = None,
+        gamma: float | None = None,
+        eigen_tol: Any = "auto",
+        n_jobs: int | None = None,
     ) -> None:
         self.n_components = n_components
         self.affinity = affinity
@@ -102,13 +125,30 @@ class SpectralEmbedding(_SpectralBase):
         self.on_disconnected = on_disconnected
         self.random_state = random_state
         self.partitions = partitions
+        self.gamma = gamma
+        self.eigen_tol = eigen_tol
+        self.n_jobs = n_jobs
+
+    def _epsilon(self, distances: np.ndarray) -> float:
+        if self.gamma is None:
+            return super()._epsilon(distances)
+        gamma = check_real(self.gamma, "gamma (None or a positive number)", 0, low_open=True)
+        return 1.0 / np.sqrt(2.0 * gamma)
+
+    def _eigen_tol(self) -> dict[str, Any]:
+        if isinstance(self.eigen_tol, str) and self.eigen_tol == "auto":
+            return {}
+        tol = check_real(self.eigen_tol, "eigen_tol ('auto' or a number >= 0)", 0)
+        return {"tol": max(tol, EIGEN_TOL_FLOOR)}  # 0, scikit-learn's "machine precision", is the floor
 
     @property
     def _kernel(self) -> str:  # type: ignore[override]  # a class attribute in DiffusionMap
         if self.affinity == "nearest_neighbors":
             return "connectivity"
+        if self.affinity == "rbf":
+            return "gaussian"
         if self.affinity not in WEIGHTINGS:
-            raise ValueError(f"affinity must be 'nearest_neighbors' or 'gaussian'; got {self.affinity!r}.")
+            raise ValueError(f"affinity must be 'nearest_neighbors', 'gaussian' or 'rbf'; got {self.affinity!r}.")
         return self.affinity
 
     @property

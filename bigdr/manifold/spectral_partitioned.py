@@ -48,7 +48,6 @@ from ..blockwise.sampling import row_keys
 from ..core.dimension import intrinsic_dimension
 from ..core.eigen import flip_signs, smallest_eigh
 from ..exceptions import DisconnectedGraphWarning, SparseGraphWarning
-from ..graph.affinity import auto_epsilon
 from ..graph.blocked import BlockedMatrix, blocked_affinity, blocked_operator
 from ..graph.knn import knn_graph
 from ..io import as_array
@@ -156,7 +155,7 @@ def fit_partitioned(est: Any, X: Any) -> tuple[dict[str, Any], np.ndarray, tuple
     dist = graph.distances.astype(np.float64)
     step = max(1, n // DIMENSION_ROWS)
     kth, sample = compute(dist[:, -1:], dist[::step])
-    eps = auto_epsilon(kth) if isinstance(est.epsilon, str) else float(est.epsilon)
+    eps = est._epsilon(kth)
     kind, alpha = start.operator_, start.alpha_
     W = blocked_affinity(graph.indices, dist, start.kernel_, eps, est._self_loops)
     op, B = blocked_operator(W, kind, alpha)
