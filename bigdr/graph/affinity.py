@@ -45,8 +45,6 @@ import numpy as np
 import scipy.sparse as sp
 
 WEIGHTINGS = ("gaussian", "connectivity")
-#: Kernels of the spectral methods' graphs: the weightings and UMAP's fuzzy union.
-KERNELS = (*WEIGHTINGS, "umap")
 #: UMAP's bisection for sigma: iterations, tolerance on the sum, floor as a fraction of the mean distance.
 FUZZY_ITER, FUZZY_TOL, FUZZY_MIN_SCALE = 64, 1e-5, 1e-3
 
@@ -98,21 +96,22 @@ def fuzzy_memberships(distances: np.ndarray, rho: np.ndarray, sigma: np.ndarray)
         return np.where(d > rho, np.exp(-(d - rho) / sigma), 1.0)
 
 
-def kernel_values(distances: np.ndarray, kernel: str, epsilon: float) -> np.ndarray:
-    """Kernel values of each row's distances to its nearest rows (``umap``: the row's own scales)."""
+def kernel_values(distances: np.ndarray, kernel: str, epsilon: float, scales: np.ndarray | None = None) -> np.ndarray:
+    """Kernel values of each row's distances to its nearest rows (``umap``: the row's own scales,
+    ``scales`` when already computed)."""
     if kernel == "gaussian":
         d = np.asarray(distances, dtype=np.float64)
         return np.exp(-(d * d) / (2.0 * epsilon * epsilon))
     if kernel == "umap":
-        scales = fuzzy_scales(distances)
+        scales = fuzzy_scales(distances) if scales is None else scales
         return fuzzy_memberships(distances, scales[:, :1], scales[:, 1:])
     return np.ones(np.shape(distances))
 
 
-def edge_weights(distances: np.ndarray, kernel: str, epsilon: float) -> np.ndarray:
+def edge_weights(distances: np.ndarray, kernel: str, epsilon: float, scales: np.ndarray | None = None) -> np.ndarray:
     """Kernel values of graph edges, floored at the smallest float so that an edge between
     exact duplicates survives sparse arithmetic (which drops explicit zeros)."""
-    return np.maximum(kernel_values(distances, kernel, epsilon), np.finfo(np.float64).tiny)
+    return np.maximum(kernel_values(distances, kernel, epsilon, scales), np.finfo(np.float64).tiny)
 
 
 def symmetrise(A: sp.csr_matrix, AT: sp.csr_matrix, kernel: str) -> sp.csr_matrix:
@@ -140,11 +139,8 @@ def affinity(indices: np.ndarray, distances: np.ndarray, kernel: str, epsilon: f
     """Sparse symmetric affinity of a kNN graph given as ``(n, k)`` indices and distances (self excluded)."""
     n, k = indices.shape
     rows = np.repeat(np.arange(n), k)
-    scales = fuzzy_scales(distances) if kernel == "umap" else None
-    if scales is not None:
-        vals = np.maximum(fuzzy_memberships(distances, scales[:, :1], scales[:, 1:]), np.finfo(np.float64).tiny).ravel()
-    else:
-        vals = edge_weights(distances, kernel, epsilon).ravel()
+    scales = fuzzy_scales(distances) if kernel == "umap" else None  # once: the weights and the model use them
+    vals = edge_weights(distances, kernel, epsilon, scales).ravel()
     A = sp.csr_matrix((vals, (rows, indices.ravel())), shape=(n, n))
     W = symmetrise(A, A.T.tocsr(), kernel)
     max_degree = int(np.diff(W.indptr).max())
