@@ -298,3 +298,35 @@ def test_implicit_scaling_equals_scanpy_scale_then_pca(data):
     model = bigdr.PCA(4, scale=True).fit(X)  # X stays sparse
     assert angles(model.components_, adata.varm["PCs"].T) <= 1e-6
     np.testing.assert_allclose(model.explained_variance_, adata.uns["pca"]["variance"], rtol=1e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n=st.integers(1, 40),
+    p=st.integers(1, 30),
+    k=st.integers(1, 7),
+    density=st.floats(0.0, 1.0),
+    dtype=st.sampled_from([np.float32, np.float64, np.int64]),
+    big_index=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_fused_normal_product_equals_the_dense_formula(n, p, k, density, dtype, big_index, seed):
+    """``Xc^T (Xc Z)`` from the fused CSR kernel equals the dense formula, for float32 values read as
+    stored, integer counts, 64-bit indices, empty rows, and duplicate, unsorted entries (which add up)."""
+    from bigdr.core.sparse_products import centred_normal_product
+
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, p, density=density, format="coo", random_state=rng, dtype=np.float64)
+    X.data = np.round(10 * X.data) if dtype is np.int64 else X.data
+    coo = sp.coo_matrix((np.r_[X.data, X.data[:3]], (np.r_[X.row, X.row[:3]], np.r_[X.col, X.col[:3]])), shape=(n, p))
+    M = sp.csr_matrix((coo.data.astype(dtype), (coo.row, coo.col)), shape=(n, p))
+    M.has_sorted_indices = False  # the kernel must not rely on sorted indices
+    if big_index:
+        M.indices, M.indptr = M.indices.astype(np.int64), M.indptr.astype(np.int64)
+    dense = M.toarray().astype(np.float64)
+    Z, mean = rng.standard_normal((p, k)), rng.standard_normal(p)
+    Xc = dense - mean
+    expected = Xc.T @ (Xc @ Z)
+    got = centred_normal_product(M, Z, mean)
+    assert got.dtype == np.float64 and got.shape == (p, k)
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10 * (1 + np.abs(expected).max()))

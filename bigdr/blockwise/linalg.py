@@ -17,6 +17,7 @@ import scipy.linalg
 from dask import delayed
 
 from ..core.eigen import Eigenpairs, block_krylov_eigh, flip_signs
+from ..core.sparse_products import centred_normal_product
 from ..runtime.compute import compute
 from .reduce import tree_reduce
 
@@ -56,7 +57,7 @@ def randomized_scatter_eig(
     if hasattr(X._meta, "tocsr"):  # sparse rows: centred implicitly, one pass per product, never densified
 
         def apply(Z: np.ndarray) -> np.ndarray:
-            (out,) = compute(tree_reduce(X, _centred_normal_block, operator.add, shared=(delayed(Z), delayed(mean))))
+            (out,) = compute(tree_reduce(X, centred_normal_product, operator.add, shared=(delayed(Z), delayed(mean))))
             return np.asarray(out, dtype=np.float64)
 
     else:
@@ -83,14 +84,6 @@ def krylov_bytes(dim: int, width: int, iterations: int) -> int:
     """Memory of :func:`randomized_scatter_eig`'s Krylov basis and its products after ``iterations``."""
     cols = min(dim, width * (iterations + 1))
     return 2 * dim * cols * 8 + cols * cols * 8
-
-
-def _centred_normal_block(block: Any, Z: np.ndarray, mean: np.ndarray) -> np.ndarray:
-    """``Xc^T (Xc Z)`` of one row block with ``Xc = X - 1 mean^T`` never formed:
-    ``Xc Z = X Z - 1 (mean^T Z)`` and ``Xc^T Y = X^T Y - mean (1^T Y)``."""
-    X = block.astype(np.float64)
-    Y = np.asarray(X @ Z) - mean @ Z
-    return np.asarray(X.T @ Y) - np.outer(mean, Y.sum(axis=0))
 
 
 def samples_gram_eig(X: da.Array, mean: np.ndarray) -> Eigenpairs:
