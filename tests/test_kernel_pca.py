@@ -253,7 +253,7 @@ def test_kernels_that_are_not_positive_semi_definite():
     K -= K.mean(axis=0)
     K -= K.mean(axis=1)[:, None]
     with pytest.raises(ValueError, match="significant negative eigenvalues"):
-        bigdr.KernelPCA(3, kernel="precomputed", eigen_solver="dense").fit(K)
+        bigdr.KernelPCA(4, kernel="precomputed", eigen_solver="dense").fit(K)  # 5, 3, 0 (centring), -2
     assert bigdr.KernelPCA(2, kernel="precomputed").fit(K).eigenvalues_.min() > 0
     a = bigdr.KernelPCA(1, kernel="precomputed").fit([[1.0, 2.0], [3.0, 40.0]])
     b = bigdr.KernelPCA(1, kernel="precomputed").fit([[9.0, -9.0], [-9.0, 9.0]])
