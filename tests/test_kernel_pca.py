@@ -209,3 +209,67 @@ def test_preimage_refuses_other_kernels(noisy_circle):
     model = bigdr.KernelPCA(2, kernel="laplacian", gamma=1.0).fit(X)
     with pytest.raises(ValueError, match="rbf"):
         model.preimage(model.transform(X[:5]))
+
+
+@pytest.mark.parametrize("solver", ["auto", "dense", "arpack", "randomized"])
+def test_eigen_solvers_equal_scikit_learn(data, solver):
+    """scikit-learn's eigen_solver names mean the same solver; each gives the dense answer."""
+    X = data[:400]
+    ref = SkKernelPCA(5, kernel="rbf", gamma=GAMMA, eigen_solver="dense").fit(X)
+    model = bigdr.KernelPCA(5, kernel="rbf", gamma=GAMMA, method="exact", eigen_solver=solver, random_state=1)
+    Y = model.fit_transform(X)
+    np.testing.assert_allclose(model.eigenvalues_, ref.eigenvalues_, rtol=1e-6 if solver == "randomized" else 1e-9)
+    Y_ref = ref.transform(X)
+    np.testing.assert_allclose(_aligned(Y, Y_ref), Y_ref, atol=1e-5 * np.abs(Y_ref).max())
+
+
+def test_sklearn_meanings_of_none_callables_and_zero_eigenvalues():
+    rng = np.random.default_rng(0)
+    X = rng.random((12, 4))
+    # gamma=None is 1/n_features, as in scikit-learn
+    assert bigdr.KernelPCA(2, gamma=None).fit(X).gamma_ == 0.25
+
+    # a callable kernel of two rows, with its kernel_params
+    def histogram(x, y, power):
+        return np.minimum(x, y).sum() ** power
+
+    model = bigdr.KernelPCA(3, kernel=histogram, kernel_params={"power": 2}).fit(X)
+    ref = SkKernelPCA(3, kernel=histogram, kernel_params={"power": 2}, eigen_solver="dense").fit(X)
+    np.testing.assert_allclose(model.eigenvalues_, ref.eigenvalues_, rtol=1e-10)
+    np.testing.assert_allclose(np.abs(model.transform(X[:3])), np.abs(ref.transform(X[:3])), atol=1e-10)
+
+    # rank-1 data: every eigenvalue but one is round-off, set to 0; removed on request or for n_components=None
+    flat = np.outer(rng.random(6), [1.0, 2.0])
+    assert bigdr.KernelPCA(3, kernel="linear").fit_transform(flat).shape == (6, 3)
+    kept = bigdr.KernelPCA(3, kernel="linear", remove_zero_eig=True).fit(flat)
+    assert kept.eigenvalues_.shape == (1,) and kept.transform(flat).shape == (6, 1)
+    assert bigdr.KernelPCA(None, kernel="linear").fit_transform(flat).shape == (6, 1)
+
+
+def test_kernels_that_are_not_positive_semi_definite():
+    """A significant negative eigenvalue among those asked for is an error (scikit-learn's rule); a
+    non-symmetric precomputed kernel whose centred form is symmetric is accepted, as scikit-learn does."""
+    K = np.diag([5.0, 3.0, -2.0, 0.0])
+    K -= K.mean(axis=0)
+    K -= K.mean(axis=1)[:, None]
+    with pytest.raises(ValueError, match="significant negative eigenvalues"):
+        bigdr.KernelPCA(4, kernel="precomputed", eigen_solver="dense").fit(K)  # 5, 3, 0 (centring), -2
+    assert bigdr.KernelPCA(2, kernel="precomputed").fit(K).eigenvalues_.min() > 0
+    a = bigdr.KernelPCA(1, kernel="precomputed").fit([[1.0, 2.0], [3.0, 40.0]])
+    b = bigdr.KernelPCA(1, kernel="precomputed").fit([[9.0, -9.0], [-9.0, 9.0]])
+    np.testing.assert_array_equal(a.eigenvalues_, b.eigenvalues_)
+    with pytest.raises(ValueError, match="Cannot fit_inverse_transform with a precomputed kernel"):
+        bigdr.KernelPCA(2, kernel="precomputed", fit_inverse_transform=True).fit(K)
+
+
+def test_a_precomputed_kernel_is_cut_as_pairwise_in_cross_validation():
+    from sklearn.datasets import make_circles
+    from sklearn.linear_model import Perceptron
+    from sklearn.metrics.pairwise import rbf_kernel
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import Pipeline
+
+    X, y = make_circles(n_samples=300, factor=0.3, noise=0.05, random_state=0)
+    pipe = Pipeline([("kpca", bigdr.KernelPCA(2, kernel="precomputed")), ("clf", Perceptron(max_iter=5))])
+    search = GridSearchCV(pipe, {"clf__max_iter": [3, 5]}, cv=3).fit(rbf_kernel(X, gamma=2.0), y)
+    assert search.best_score_ == 1

@@ -257,29 +257,60 @@ LONG_EIGH = 2000
 DENSE_EIGH_MAX = 2000
 
 
-def top_eigh(B: np.ndarray, k: int, random_state: Any = 0, extra: int = 10) -> Eigenpairs:
+#: Solvers of :func:`top_eigh` (scikit-learn's ``KernelPCA(eigen_solver=...)`` names).
+TOP_SOLVERS = ("auto", "dense", "arpack", "randomized")
+
+
+def top_eigh(
+    B: np.ndarray,
+    k: int,
+    random_state: Any = 0,
+    extra: int = 10,
+    *,
+    solver: str = "auto",
+    tol: float = 0.0,
+    max_iter: int | None = None,
+    n_iter: int = 4,
+) -> Eigenpairs:
     """Top ``k`` eigenpairs of a symmetric in-memory matrix, choosing the solver.
 
-    Up to :data:`DENSE_EIGH_MAX` rows: LAPACK ``eigh`` of the whole spectrum,
-    so ``negative_mass`` is exact. Above: ARPACK (``eigsh``) for the ``k +
-    extra`` eigenvalues of largest magnitude, which contain the top ``k``
-    positive ones unless more than ``extra`` negative eigenvalues outrank
-    them (then a second ARPACK run asks for the largest algebraic ones);
-    ``negative_mass`` then covers the eigenvalues computed.
+    ``auto``: up to :data:`DENSE_EIGH_MAX` rows LAPACK ``eigh`` of the whole
+    spectrum, so ``negative_mass`` is exact; above, ARPACK (``eigsh``) for
+    the ``k + extra`` eigenvalues of largest magnitude, which contain the top
+    ``k`` positive ones unless more than ``extra`` negative eigenvalues
+    outrank them (then a second ARPACK run asks for the largest algebraic
+    ones); ``negative_mass`` then covers the eigenvalues computed.
+    ``dense``: LAPACK at any size. ``arpack``: ARPACK for the ``k`` largest
+    algebraic eigenvalues, to relative accuracy ``tol`` (0: machine
+    precision) in at most ``max_iter`` restarts. ``randomized``: subspace
+    iteration (:func:`randomized_eigh`, ``n_iter`` passes, ``k + extra``
+    columns) keeping the ``k`` Ritz pairs of largest *magnitude*, as
+    scikit-learn's randomized solver does, so negative eigenvalues of an
+    indefinite matrix can be among them.
     """
+    if solver not in TOP_SOLVERS:
+        raise ValueError(f"eigen_solver must be one of {TOP_SOLVERS}; got {solver!r}.")
     B = np.asarray(B, dtype=np.float64)
     n = B.shape[0]
-    if n <= DENSE_EIGH_MAX:
+    if solver == "randomized":
+        eig = randomized_eigh(lambda Z: B @ Z, n, min(n, k + extra), n_iter, random_state)
+        order = np.argsort(np.abs(eig.values), kind="stable")[::-1][:k]
+        order = order[np.argsort(eig.values[order], kind="stable")[::-1]]
+        return eig._replace(values=eig.values[order], vectors=eig.vectors[:, order])
+    if solver == "dense" or (solver == "auto" and n <= DENSE_EIGH_MAX) or k >= n - 1:  # ARPACK needs k < n - 1
         w, V = scipy.linalg.eigh((B + B.T) / 2, check_finite=False)
         complete = True
     else:
         from scipy.sparse.linalg import eigsh
 
         v0 = as_generator(random_state).uniform(-1, 1, n)
-        w, V = eigsh(B, k=min(n - 1, k + extra), which="LM", v0=v0)
+        if solver == "arpack":
+            w, V = eigsh(B, k=k, which="LA", v0=v0, tol=tol, maxiter=max_iter)
+        else:
+            w, V = eigsh(B, k=min(n - 1, k + extra), which="LM", v0=v0)
         complete = False
     negative_mass = _negative_mass(w)
-    if not complete and np.count_nonzero(w > 0) < k:
+    if not complete and np.count_nonzero(w > 0) < k and solver == "auto":
         w, V = eigsh(B, k=k, which="LA", v0=v0)
     order = np.argsort(w)[::-1][:k]
     return Eigenpairs(w[order], flip_signs(V[:, order]), negative_mass, complete)

@@ -29,6 +29,8 @@ machines. Advances in Neural Information Processing Systems 20, 1177-1184.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .distances import pairwise_distances, unit_rows
@@ -39,11 +41,26 @@ SHIFT_INVARIANT = ("rbf", "laplacian")
 
 
 def kernel_block(
-    A: np.ndarray, B: np.ndarray, kernel: str, gamma: float, degree: float = 3, coef0: float = 1.0
+    A: np.ndarray,
+    B: np.ndarray,
+    kernel: Any,
+    gamma: float,
+    degree: float = 3,
+    coef0: float = 1.0,
+    params: dict | None = None,
 ) -> np.ndarray:
-    """The kernel between the rows of ``A`` and of ``B`` (float64)."""
+    """The kernel between the rows of ``A`` and of ``B`` (float64).
+
+    A callable ``kernel(a, b, **params)`` of two rows is evaluated pair by
+    pair by scikit-learn's ``pairwise_kernels``, as scikit-learn's
+    ``KernelPCA`` does (``params`` is its ``kernel_params``).
+    """
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
+    if callable(kernel):
+        from sklearn.metrics.pairwise import pairwise_kernels
+
+        return np.asarray(pairwise_kernels(A, B, metric=kernel, **(params or {})), dtype=np.float64)
     if kernel == "rbf":
         return np.exp(-gamma * pairwise_distances(A, B, "sqeuclidean"))
     if kernel == "laplacian":
@@ -57,6 +74,33 @@ def kernel_block(
     if kernel == "linear":
         return A @ B.T
     raise ValueError(f"kernel must be one of {KERNELS} or 'precomputed'; got {kernel!r}.")
+
+
+def psd_eigenvalues(values: np.ndarray) -> np.ndarray:
+    """Eigenvalues of a kernel checked as those of a positive semi-definite matrix (scikit-learn's rule).
+
+    A negative eigenvalue below ``-1e-5`` of the largest (and below
+    ``-1e-10``) means the kernel is not positive semi-definite, or its
+    eigendecomposition failed: a ValueError. Smaller negative values and
+    positive ones below ``1e-12`` of the largest are round-off: set to 0.
+    """
+    values = np.array(values, dtype=np.float64)
+    if not values.size:
+        return values
+    top, low = float(values.max()), float(values.min())
+    if top < 0:
+        raise ValueError(
+            f"All the eigenvalues asked for are negative (largest {top:.3g}): the kernel is not positive "
+            f"semi-definite, or its eigendecomposition failed."
+        )
+    if low < -1e-5 * top and low < -1e-10:
+        raise ValueError(
+            f"There are significant negative eigenvalues ({-low / top:.3g} of the maximum positive) among the "
+            f"{values.size} asked for: the kernel is not positive semi-definite. Ask for fewer components or use "
+            f"a positive semi-definite kernel."
+        )
+    values[values < 1e-12 * top] = 0.0
+    return values
 
 
 def fourier_weights(p: int, n_features: int, kernel: str, gamma: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

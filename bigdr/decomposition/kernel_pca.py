@@ -59,6 +59,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import scipy.linalg
+from sklearn.exceptions import NotFittedError
 
 from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
@@ -66,88 +67,23 @@ from ..base import DEPRECATED, ExtensionEstimator, wants_numpy
 from ..blockwise.extension import Extension
 from ..blockwise.reduce import tree_reduce
 from ..blockwise.sampling import select_landmarks
-from ..core.eigen import flip_signs, scatter_eigh, top_eigh
-from ..core.kernels import KERNELS, SHIFT_INVARIANT, fourier_features, fourier_weights, kernel_block, rbf_preimage
+from ..core.eigen import TOP_SOLVERS, flip_signs, scatter_eigh, top_eigh
+from ..core.kernels import KERNELS, SHIFT_INVARIANT, fourier_weights, kernel_block, psd_eigenvalues
 from ..core.stats import Moments, merge_moments, moments_block
 from ..io import as_array, from_numpy
 from ..runtime.compute import compute, shared
 from ..runtime.memory import Part, streaming
+from .kernel_maps import PIECE_ROWS, KernelMap, feature_state, preimage_block, ridge_block
 
 APPROXIMATIONS = ("auto", "exact", "nystroem", "fourier")
 #: ``method="auto"``: exact up to this many rows.
 EXACT_MAX = 20_000
 #: Rows of one block of the exact kernel (the scratch of a block is this many rows times n).
 KERNEL_BLOCK_ROWS = 2_048
-#: Rows of a piece placed at once by transform.
-PIECE_ROWS = 4_096
-
-
-class KernelMap(Extension):
-    """What a worker needs for kernel PCA's rows: the kernel rule and, when fitted, the projection.
-
-    ``exact``: the centred kernel rows against the training rows times
-    ``coef`` (``a_j / sqrt(lambda_j)``). ``nystroem``/``fourier``: the
-    features, or with ``components`` set, ``(phi(x) - mean) @ components``.
-    """
-
-    def __init__(self, method: str, kernel: str, gamma: float, degree: float, coef0: float, **arrays: Any) -> None:
-        self.method, self.kernel, self.gamma, self.degree, self.coef0 = method, kernel, gamma, degree, coef0
-        self.reference: Any = arrays.get("reference")  # training rows (exact) or landmarks (nystroem)
-        self.transform_: Any = arrays.get("transform")  # U S^-1/2 (nystroem)
-        self.W: Any = arrays.get("W")  # fourier: frequencies and phases
-        self.b: Any = arrays.get("b")
-        self.column_means: Any = arrays.get("column_means")
-        self.total_mean: Any = arrays.get("total_mean")
-        self.mean: Any = arrays.get("mean")
-        self.components: Any = arrays.get("components")
-        last: Any = arrays.get("components")  # the last matrix a row meets gives the width
-        if last is None:
-            last = arrays["transform"] if method == "nystroem" else arrays["W"]
-        super().__init__(last.shape[1], PIECE_ROWS)
-
-    def _kernel(self, rows: np.ndarray, other: np.ndarray) -> np.ndarray:
-        if self.kernel == "precomputed":
-            return np.asarray(rows, dtype=np.float64)
-        return kernel_block(rows, other, self.kernel, self.gamma, self.degree, self.coef0)
-
-    def features(self, rows: np.ndarray) -> np.ndarray:
-        if self.method == "nystroem":
-            return self._kernel(rows, self.reference) @ self.transform_
-        return fourier_features(rows, self.W, self.b)
-
-    def embed_piece(self, rows: np.ndarray) -> np.ndarray:
-        if self.method == "exact":
-            K = self._kernel(rows, self.reference)
-            row_means = K.mean(axis=1, keepdims=True)
-            K -= self.column_means  # centred by the training means (scikit-learn's KernelCenterer)
-            K -= row_means
-            K += self.total_mean
-            return K @ self.components
-        F = self.features(rows)
-        return F if self.components is None else (F - self.mean) @ self.components
 
 
 def _column_moments(block: np.ndarray) -> Moments:
     return moments_block(block, diagonal=True)
-
-
-def _feature_moments(block: np.ndarray, first_row: int, features: KernelMap) -> Moments:
-    """The features' moments of one row block, formed piece by piece and merged in the task.
-
-    One state per input block: states per piece of a few thousand rows piled up
-    faster than the merge tree took them (2,441 states of 256 x 256 at 10M rows).
-    """
-    w = features.width
-    state = Moments(0, np.zeros(w), np.zeros((w, w)))
-    for s in range(0, len(block), features.piece_rows):
-        piece = moments_block(features.embed_piece(block[s : s + features.piece_rows]), first_row=first_row + s)
-        state = merge_moments(state, piece)
-    return state
-
-
-def feature_state(Xd: da.Array, features: KernelMap) -> Moments:
-    """Moments of the features of every row of ``Xd``, in one pass (tree-merged)."""
-    return compute(tree_reduce(Xd, _feature_moments, merge_moments, with_offset=True, shared=(shared(features),)))[0]
 
 
 class KernelPCA(ExtensionEstimator):
@@ -155,17 +91,47 @@ class KernelPCA(ExtensionEstimator):
 
     Parameters
     ----------
-    n_components : int
-        Components kept.
-    kernel : {"rbf", "laplacian", "poly", "sigmoid", "cosine", "linear", "precomputed"}
-        The kernel; ``precomputed``: ``X`` is the kernel matrix itself.
-    gamma : "scale", "auto" or float > 0
+    n_components : int or None
+        Components kept. None: all of them (every row when exact, every
+        feature otherwise), with the zero eigenvalues removed, as
+        scikit-learn's default; bigdr's default is 2, since all components of
+        an exact kernel of 20,000 rows is an eigendecomposition of 20,000 x
+        20,000.
+    kernel : {"rbf", "laplacian", "poly", "sigmoid", "cosine", "linear", "precomputed"} or callable
+        The kernel; ``precomputed``: ``X`` is the kernel matrix itself (only
+        its centred form must be symmetric, as the decomposition uses only
+        that); a callable ``k(x, y, **kernel_params)`` of two rows, evaluated
+        pair by pair by scikit-learn's ``pairwise_kernels`` (slow: for small
+        data), exact or nystroem only.
+    gamma : "scale", "auto", None or float > 0
         Kernel coefficient of rbf, laplacian, poly and sigmoid. ``"scale"``:
         ``1 / (p * Var X)`` with ``Var X`` the variance of all entries (one
-        pass before the kernel pass). ``"auto"``: ``1 / p`` (scikit-learn's
-        default ``gamma=None``).
+        pass before the kernel pass). ``"auto"`` or None: ``1 / p``
+        (scikit-learn's default ``gamma=None``).
     degree, coef0 : float
         Of the poly and sigmoid kernels.
+    kernel_params : dict or None
+        Keyword arguments of a callable kernel (scikit-learn's meaning; a
+        named kernel takes ``gamma``, ``degree`` and ``coef0``).
+    eigen_solver : {"auto", "dense", "arpack", "randomized"}
+        Eigensolver of the exact kernel (:func:`bigdr.core.eigen.top_eigh`):
+        ``dense`` LAPACK, ``arpack`` Lanczos, ``randomized`` subspace
+        iteration keeping the pairs of largest magnitude (as scikit-learn's);
+        ``auto``: LAPACK up to 2,000 rows, ARPACK above (scikit-learn's
+        ``auto`` takes ARPACK from 200 rows when fewer than 10 components are
+        asked; the results agree to the solvers' accuracy). The approximate
+        methods solve a small scatter matrix by LAPACK whatever this is.
+    tol : float >= 0
+        ARPACK's relative accuracy; 0: machine precision.
+    max_iter : int or None
+        ARPACK's restarts; None: ARPACK's default.
+    iterated_power : int >= 0 or "auto"
+        Power iterations of ``randomized``; ``auto``: 7 when fewer than a
+        tenth of the rows are asked for, else 4 (scikit-learn's rule).
+    remove_zero_eig : bool
+        Drop the components of eigenvalue 0 (after eigenvalues below
+        ``1e-12`` of the largest are set to 0), so fewer than
+        ``n_components`` may be returned; always on for ``n_components=None``.
     method : {"auto", "exact", "nystroem", "fourier"}
         See :mod:`bigdr.decomposition.kernel_pca`.
     landmarks : int
@@ -177,8 +143,12 @@ class KernelPCA(ExtensionEstimator):
         Also learn the map back to the input space (kernel ridge regression), for ``inverse_transform``.
     alpha : float > 0
         Ridge of ``inverse_transform``.
-    random_state : int
-        Seed of the landmark draw and the random features.
+    random_state : int, numpy Generator or RandomState
+        Seed of the landmark draw, the random features and the iterative eigensolvers.
+    copy_X : bool
+        Accepted for scikit-learn; bigdr always keeps its own copy of the reference rows.
+    n_jobs : int or None
+        Accepted for scikit-learn; dask's scheduler decides the parallelism.
     n_landmarks : "deprecated"
         The 0.1 name of ``landmarks``, accepted with a FutureWarning until 0.3.
 
@@ -223,6 +193,14 @@ class KernelPCA(ExtensionEstimator):
         alpha: float = 1.0,
         random_state: int = 0,
         *,
+        kernel_params: dict | None = None,
+        eigen_solver: str = "auto",
+        tol: float = 0.0,
+        max_iter: int | None = None,
+        iterated_power: Any = "auto",
+        remove_zero_eig: bool = False,
+        copy_X: bool = True,
+        n_jobs: int | None = None,
         n_landmarks: Any = DEPRECATED,
     ) -> None:
         self.n_components = n_components
@@ -237,20 +215,41 @@ class KernelPCA(ExtensionEstimator):
         self.fit_inverse_transform = fit_inverse_transform
         self.alpha = alpha
         self.random_state = random_state
+        self.kernel_params = kernel_params
+        self.eigen_solver = eigen_solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.iterated_power = iterated_power
+        self.remove_zero_eig = remove_zero_eig
+        self.copy_X = copy_X
+        self.n_jobs = n_jobs
 
     # -- parameters ---------------------------------------------------------------
     def _check_params(self, n: int) -> str:
-        check_int(self.n_components, "n_components")
-        check_choice(self.kernel, "kernel", (*KERNELS, "precomputed"))
+        if self.n_components is not None:
+            check_int(self.n_components, "n_components")
+        if not callable(self.kernel):
+            check_choice(self.kernel, "kernel", (*KERNELS, "precomputed"))
         check_choice(self.method, "method", APPROXIMATIONS)
-        if not (isinstance(self.gamma, str) and self.gamma in ("scale", "auto")):
-            check_real(self.gamma, "gamma ('scale', 'auto' or a number)", 0, low_open=True)
+        check_choice(self.eigen_solver, "eigen_solver", TOP_SOLVERS)
+        if not (self.gamma is None or (isinstance(self.gamma, str) and self.gamma in ("scale", "auto"))):
+            check_real(self.gamma, "gamma ('scale', 'auto', None or a number)", 0, low_open=True)
         check_real(self.alpha, "alpha", 0, low_open=True)
+        check_real(self.tol, "tol", 0)
+        if self.max_iter is not None:
+            check_int(self.max_iter, "max_iter")
+        if self.iterated_power != "auto":
+            check_int(self.iterated_power, "iterated_power ('auto' or an integer)", 0)
+        if self.kernel == "precomputed" and self.fit_inverse_transform:
+            raise ValueError(
+                "Cannot fit_inverse_transform with a precomputed kernel: the map back to the rows is learned "
+                "from the rows; pass them with a named kernel, or set fit_inverse_transform=False."
+            )
         self.seed_ = resolve_seed(self.random_state)
         method = self._resolved_method(n)
         if self.kernel == "precomputed" and method != "exact":
             raise ValueError(f"kernel='precomputed' is exact only; got method={method!r}.")
-        if method == "fourier" and self.kernel not in SHIFT_INVARIANT:
+        if method == "fourier" and (callable(self.kernel) or self.kernel not in SHIFT_INVARIANT):
             raise ValueError(
                 f"method='fourier' needs a shift-invariant kernel {SHIFT_INVARIANT}; got kernel={self.kernel!r}. "
                 f"Use method='nystroem'."
@@ -259,7 +258,7 @@ class KernelPCA(ExtensionEstimator):
             check_int(self._param("landmarks"), "landmarks", 2)
         if method == "fourier":
             check_int(self.n_fourier, "n_fourier", 2)
-        if self.n_components > n:
+        if self.n_components is not None and self.n_components > n:
             raise ValueError(f"n_components={self.n_components} is more than the {n} rows.")
         return method
 
@@ -270,8 +269,8 @@ class KernelPCA(ExtensionEstimator):
         return "exact" if n <= EXACT_MAX or self.kernel == "precomputed" else "nystroem"
 
     def _gamma(self, Xd: da.Array) -> float:
-        if isinstance(self.gamma, str):
-            if self.gamma == "auto":
+        if self.gamma is None or isinstance(self.gamma, str):
+            if self.gamma in (None, "auto"):
                 return 1.0 / Xd.shape[1]
             # Column moments merged over blocks (float64 sums, no float64 copy of a block):
             # dask's var of the whole array in float64 peaked at 2.3 GiB on 20M x 20 float32.
@@ -315,7 +314,8 @@ class KernelPCA(ExtensionEstimator):
         if self.kernel == "precomputed" and n != p:
             raise ValueError(f"kernel='precomputed' needs the square n x n kernel; got {n} x {p}.")
         self._check_memory(Xd, wants_numpy(X))
-        self.gamma_ = self._gamma(Xd) if self.kernel not in ("precomputed", "cosine", "linear") else None
+        named = not callable(self.kernel) and self.kernel not in ("precomputed", "cosine", "linear")
+        self.gamma_ = self._gamma(Xd) if named else None
         self.method_, self.n_features_in_, self.n_samples_seen_ = method, p, n
         self._ext = None
         if method == "exact":
@@ -323,30 +323,33 @@ class KernelPCA(ExtensionEstimator):
             return Y if wants_numpy(X) else from_numpy(Y, Xd.chunks[0])
         return self._fit_features(X, Xd, method)
 
-    def _rule(self) -> tuple[str, float, float, float]:
-        return self.kernel, float(self.gamma_ or 0.0), float(self.degree), float(self.coef0)
+    def _rule(self) -> tuple[Any, float, float, float, dict | None]:
+        return self.kernel, float(self.gamma_ or 0.0), float(self.degree), float(self.coef0), self.kernel_params
 
     def _fit_exact(self, Xd: da.Array) -> np.ndarray:
         (data,) = compute(Xd)
         data = np.asarray(data, dtype=np.float64)
-        n, k = len(data), int(self.n_components)
+        n = len(data)
+        k = n if self.n_components is None else int(self.n_components)
         if self.kernel == "precomputed":
             K = data.copy()
-            if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(K).max()))):
-                raise ValueError("kernel='precomputed' needs a symmetric kernel matrix.")
         else:
             K = np.empty((n, n))
             for s in range(0, n, KERNEL_BLOCK_ROWS):
                 K[s : s + KERNEL_BLOCK_ROWS] = kernel_block(data[s : s + KERNEL_BLOCK_ROWS], data, *self._rule())
-        column_means = K.mean(axis=0)
+        column_means, row_means = K.mean(axis=0), K.mean(axis=1)
         total = float(column_means.mean())
-        K -= column_means[None, :]  # centred in place: one n x n array
-        K -= column_means[:, None]
+        K -= column_means[None, :]  # centred in place: one n x n array (scikit-learn's KernelCenterer)
+        K -= row_means[:, None]
         K += total
-        eig = top_eigh(K, k, self.seed_)
+        if self.kernel == "precomputed" and not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(K).max())):
+            raise ValueError("kernel='precomputed' needs a kernel whose centred form is symmetric; this one is not.")
+        power = self.iterated_power
+        power = (7 if k < 0.1 * n else 4) if power == "auto" else int(power)
+        eig = top_eigh(K, k, self.seed_, solver=str(self.eigen_solver), tol=float(self.tol), max_iter=self.max_iter,
+                       n_iter=power)  # fmt: skip
         del K
-        values = np.clip(eig.values, 0.0, None)  # round-off below 0 on a positive semi-definite kernel
-        vectors = flip_signs(eig.vectors)
+        values, vectors = self._kept(eig.values, flip_signs(eig.vectors))
         self.eigenvalues_, self.eigenvectors_ = values, vectors
         self.negative_mass_ = eig.negative_mass
         self.kernel_column_means_, self.kernel_mean_ = column_means, total
@@ -358,7 +361,7 @@ class KernelPCA(ExtensionEstimator):
         return Y
 
     def _fit_features(self, X: Any, Xd: da.Array, method: str) -> da.Array:
-        k = int(self.n_components)
+        k = int(self.n_components or 0)
         if method == "nystroem":
             m = min(int(self._param("landmarks")), Xd.shape[0])
             landmarks, _ = select_landmarks(X, m, "random", self.seed_)
@@ -372,7 +375,7 @@ class KernelPCA(ExtensionEstimator):
                 Xd.shape[1], int(self.n_fourier), self.kernel, self._rule()[1], self.seed_
             )
         self._set_state(feature_state(Xd, self._feature_map()))
-        if k > len(self.eigenvalues_):
+        if self.n_components is not None and k > len(self.eigenvalues_) and not self.remove_zero_eig:
             raise ValueError(f"n_components={k} is more than the {len(self.eigenvalues_)} features of {method}.")
         Y = self._extend(Xd)
         if self.fit_inverse_transform:
@@ -380,13 +383,23 @@ class KernelPCA(ExtensionEstimator):
             self._fit_inverse(compute(self._extend(ref))[0], ref)
         return Y
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self.kernel == "precomputed"  # cross-validation slices K[train][:, train]
+        return tags
+
+    def _kept(self, values: np.ndarray, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs kept: eigenvalues checked as a positive semi-definite kernel's, zero pairs dropped when asked."""
+        values = psd_eigenvalues(values)
+        keep = values > 0 if (self.remove_zero_eig or self.n_components is None) else np.ones(values.size, bool)
+        return values[keep], vectors[:, keep]
+
     def _set_state(self, state: Moments) -> None:
         """Eigenpairs of the features' scatter (the centred approximate kernel's nonzero eigenvalues)."""
-        k = int(self.n_components)
+        k = len(state.mean) if self.n_components is None else int(self.n_components)
         eig = scatter_eigh(state)
         self.feature_count_, self.feature_mean_, self.feature_scatter_ = state.n, state.mean, state.scatter
-        self.eigenvalues_ = eig.values[:k]
-        self.components_ = eig.vectors[:, :k]
+        self.eigenvalues_, self.components_ = self._kept(eig.values[:k], eig.vectors[:, :k])
         self.n_samples_seen_ = int(state.n)
         self._ext = self._make_extension()
 
@@ -446,8 +459,6 @@ class KernelPCA(ExtensionEstimator):
         return np.asarray(rows, dtype=np.float64)
 
     def _fit_inverse(self, Z: np.ndarray, rows: np.ndarray) -> None:
-        if self.kernel == "precomputed":
-            raise ValueError("fit_inverse_transform needs the rows; it cannot be used with kernel='precomputed'.")
         K = kernel_block(Z, Z, *self._rule())
         K.flat[:: len(K) + 1] += self.alpha
         self.dual_coef_ = scipy.linalg.solve(K, rows, assume_a="pos")
@@ -457,14 +468,14 @@ class KernelPCA(ExtensionEstimator):
         """Rows back from the embedding by the kernel ridge regression learned in ``fit``."""
         self._check_fitted()
         if "dual_coef_" not in self.__dict__:
-            raise ValueError("inverse_transform needs fit_inverse_transform=True at fit.")
+            raise NotFittedError("inverse_transform needs fit_inverse_transform=True at fit.")
         Yd = as_array(Y, name="Y", min_rows=1)
         check_n_features(Yd.shape[1], self.X_transformed_fit_.shape[1], type(self).__name__, "Y")
         rule = self._rule()
         if len(Yd.chunks[1]) != 1:
             Yd = Yd.rechunk({1: -1})
         out = da.map_blocks(
-            _ridge_block,
+            ridge_block,
             Yd,
             shared(self.X_transformed_fit_),
             shared(self.dual_coef_),
@@ -511,7 +522,7 @@ class KernelPCA(ExtensionEstimator):
             maps = {"T": self.nystroem_transform_, "mu": self.feature_mean_, "V": self.components_,
                     "basis_embedding": self.transform(basis)}  # fmt: skip
         out = da.map_blocks(
-            _preimage_block,
+            preimage_block,
             Yd,
             shared(basis),
             shared(maps),
@@ -530,22 +541,3 @@ class KernelPCA(ExtensionEstimator):
         return (
             f"KernelPCA ({self.method_}, {self.kernel}): eigenvalues {[float(f'{v:.6g}') for v in self.eigenvalues_]}"
         )
-
-
-def _preimage_block(
-    block: np.ndarray, basis: np.ndarray, maps: dict, gamma: float, n_iter: int, tol: float
-) -> np.ndarray:
-    Y = np.asarray(block, dtype=np.float64)
-    if "A" in maps:
-        c = Y @ maps["A"].T
-        weights = c - c.mean(axis=1, keepdims=True) + 1.0 / len(basis)
-    else:
-        weights = (maps["mu"][None, :] + Y @ maps["V"].T) @ maps["T"].T
-    emb = maps["basis_embedding"]
-    d2 = np.einsum("ij,ij->i", Y, Y)[:, None] + np.einsum("ij,ij->i", emb, emb)[None, :] - 2 * Y @ emb.T
-    start = basis[np.argmin(d2, axis=1)]
-    return rbf_preimage(weights, basis, gamma, start, n_iter, tol)
-
-
-def _ridge_block(block: np.ndarray, reference: np.ndarray, dual: np.ndarray, rule: tuple) -> np.ndarray:
-    return kernel_block(block, reference, *rule) @ dual
