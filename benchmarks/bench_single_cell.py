@@ -139,8 +139,7 @@ def path_section(data: str) -> tuple[dict, str]:
         for name, spec in runs.items():
             copy = Path(tmp) / f"{name}.h5ad"
             shutil.copyfile(source, copy)  # each writes into its own copy; the copy is not timed
-            # Flushed to disk before the clock starts: the copy's writeback otherwise overlaps the first
-            # steps (a one-off profile: bigdr's PCA passes at 14-18 s on a fresh copy, 10 s on the file).
+            # Flushed to disk before the clock starts, so the copy's writeback cannot overlap the timed steps.
             descriptor = os.open(copy, os.O_RDONLY)
             os.fsync(descriptor)
             os.close(descriptor)
