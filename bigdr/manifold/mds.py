@@ -72,7 +72,7 @@ def validate_dissimilarity(D: da.Array) -> None:
     n, m = D.shape
     if n != m:
         raise ValueError(
-            f"A precomputed dissimilarity matrix must be square; got {n} x {m}. "
+            f"A precomputed dissimilarity array must be 2-dimensional and square; got {n} x {m}. "
             f"Pass features with metric='euclidean' (or another metric) instead."
         )
     (c,) = compute(_dissimilarity_checks(D))
@@ -85,7 +85,7 @@ def validate_dissimilarity(D: da.Array) -> None:
     tol = (1e-5 if D.dtype == np.float32 else 1e-9) * max(float(c["max"]), np.finfo(np.float64).tiny)
     if c["asymmetry"] > tol:
         raise ValueError(
-            f"The dissimilarity matrix is not symmetric (max |D - D.T| = {float(c['asymmetry']):.3g}); "
+            f"Array must be symmetric: the dissimilarity matrix is not (max |D - D.T| = {float(c['asymmetry']):.3g}); "
             f"symmetrise it, e.g. (D + D.T) / 2."
         )
     if c["diagonal"] > tol:
@@ -232,14 +232,15 @@ class ClassicalMDS(BigdrEstimator):
         self.seed_ = resolve_seed(self.random_state)
         Xd = as_array(X, name="X")
         n = Xd.shape[0]
+        self._check_memory(Xd, wants_numpy(X))
+        if self.metric == "precomputed":  # what is wrong with the matrix comes before its size
+            validate_dissimilarity(Xd)
         if k >= n:
             raise ValueError(f"n_components={k} must be less than the number of points ({n}).")
-        self._check_memory(Xd, wants_numpy(X))
         self.n_features_in_ = int(Xd.shape[1])
         if self._is_pca():
             return self._fit_pca(Xd, wants_numpy(X))
         if self.metric == "precomputed":
-            validate_dissimilarity(Xd)
             D = Xd
         else:
             D = _lazy_pairwise(Xd, self.metric, self.metric_params)
