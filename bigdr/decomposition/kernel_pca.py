@@ -67,7 +67,7 @@ from ..base import DEPRECATED, ExtensionEstimator, wants_numpy
 from ..blockwise.extension import Extension
 from ..blockwise.reduce import tree_reduce
 from ..blockwise.sampling import select_landmarks
-from ..core.eigen import TOP_SOLVERS, flip_signs, scatter_eigh, top_eigh
+from ..core.eigen import TOP_SOLVERS, scatter_eigh, top_eigh
 from ..core.kernels import KERNELS, SHIFT_INVARIANT, fourier_weights, kernel_block, psd_eigenvalues
 from ..core.stats import Moments, merge_moments, moments_block
 from ..io import as_array, from_numpy
@@ -349,7 +349,7 @@ class KernelPCA(ExtensionEstimator):
         eig = top_eigh(K, k, self.seed_, solver=str(self.eigen_solver), tol=float(self.tol), max_iter=self.max_iter,
                        n_iter=power)  # fmt: skip
         del K
-        values, vectors = self._kept(eig.values, flip_signs(eig.vectors))
+        values, vectors = self._kept(eig.values, eig.vectors)  # top_eigh has fixed the signs
         self.eigenvalues_, self.eigenvectors_ = values, vectors
         self.negative_mass_ = eig.negative_mass
         self.kernel_column_means_, self.kernel_mean_ = column_means, total
