@@ -309,8 +309,9 @@ def test_implicit_scaling_equals_scanpy_scale_then_pca(data):
     dtype=st.sampled_from([np.float32, np.float64, np.int64]),
     big_index=st.booleans(),
     seed=st.integers(0, 2**16),
+    chunk=st.integers(1, 50),
 )
-def test_fused_normal_product_equals_the_dense_formula(n, p, k, density, dtype, big_index, seed):
+def test_fused_normal_product_equals_the_dense_formula(n, p, k, density, dtype, big_index, seed, chunk):
     """``Xc^T (Xc Z)`` from the fused CSR kernel equals the dense formula, for float32 values read as
     stored, integer counts, 64-bit indices, empty rows, and duplicate, unsorted entries (which add up)."""
     from bigdr.core.sparse_products import centred_normal_product
@@ -327,6 +328,6 @@ def test_fused_normal_product_equals_the_dense_formula(n, p, k, density, dtype, 
     Z, mean = rng.standard_normal((p, k)), rng.standard_normal(p)
     Xc = dense - mean
     expected = Xc.T @ (Xc @ Z)
-    got = centred_normal_product(M, Z, mean)
+    got = centred_normal_product(M, Z, mean, chunk=chunk)  # rows gathered, then scattered, chunk by chunk
     assert got.dtype == np.float64 and got.shape == (p, k)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10 * (1 + np.abs(expected).max()))

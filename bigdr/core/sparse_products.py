@@ -22,28 +22,38 @@ from typing import Any
 import numba
 import numpy as np
 
+#: Rows whose gathered products ``y_i`` are kept before they are scattered: the gather then reads only
+#: ``Z`` and the scatter only the result, so the two p x k arrays do not compete for the cache (a
+#: one-off profile, 8M-nonzero blocks, one core: 0.183 s against 0.268 s interleaved and 0.277 s for
+#: scipy at 20,000 features; 0.160, 0.169 and 0.221 s at 10,000).
+CHUNK_ROWS = 4096
+
 
 @numba.njit(nogil=True, cache=True)
-def _normal_rows(data, indices, indptr, Z, shift, out, colsum):  # pragma: no cover (compiled)
-    k = Z.shape[1]
-    y = np.empty(k)
-    for i in range(indptr.size - 1):
-        lo, hi = indptr[i], indptr[i + 1]
-        for c in range(k):
-            y[c] = -shift[c]
-        for jj in range(lo, hi):
-            j, v = indices[jj], data[jj]
+def _normal_rows(data, indices, indptr, Z, shift, out, colsum, chunk):  # pragma: no cover (compiled)
+    n, k = indptr.size - 1, Z.shape[1]
+    Y = np.empty((min(chunk, max(n, 1)), k))
+    for r0 in range(0, n, chunk):
+        r1 = min(n, r0 + chunk)
+        for i in range(r0, r1):  # gather: y_i = x_i Z - m^T Z
+            y = Y[i - r0]
             for c in range(k):
-                y[c] += v * Z[j, c]
-        for c in range(k):
-            colsum[c] += y[c]
-        for jj in range(lo, hi):
-            j, v = indices[jj], data[jj]
+                y[c] = -shift[c]
+            for jj in range(indptr[i], indptr[i + 1]):
+                j, v = indices[jj], data[jj]
+                for c in range(k):
+                    y[c] += v * Z[j, c]
             for c in range(k):
-                out[j, c] += v * y[c]
+                colsum[c] += y[c]
+        for i in range(r0, r1):  # scatter: out += x_i^T y_i
+            y = Y[i - r0]
+            for jj in range(indptr[i], indptr[i + 1]):
+                j, v = indices[jj], data[jj]
+                for c in range(k):
+                    out[j, c] += v * y[c]
 
 
-def centred_normal_product(block: Any, Z: np.ndarray, mean: np.ndarray) -> np.ndarray:
+def centred_normal_product(block: Any, Z: np.ndarray, mean: np.ndarray, chunk: int = CHUNK_ROWS) -> np.ndarray:
     """``Xc^T (Xc Z)`` of a CSR block, ``Xc = X - 1 m^T`` never formed; float64 (p, k).
 
     Row by row: ``y_i = x_i Z - m^T Z`` and ``Xc^T Y = X^T Y - m (1^T Y)``,
@@ -56,6 +66,6 @@ def centred_normal_product(block: Any, Z: np.ndarray, mean: np.ndarray) -> np.nd
     data = X.data if X.data.dtype in (np.float32, np.float64) else X.data.astype(np.float64)
     out = np.zeros((X.shape[1], Zc.shape[1]))
     colsum = np.zeros(Zc.shape[1])
-    _normal_rows(data, X.indices, X.indptr, Zc, m @ Zc, out, colsum)
+    _normal_rows(data, X.indices, X.indptr, Zc, m @ Zc, out, colsum, max(1, int(chunk)))
     out -= np.outer(m, colsum)
     return out
