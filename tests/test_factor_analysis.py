@@ -142,3 +142,22 @@ def test_on_a_real_cluster(cluster_client, data, tmp_path):
         fa = bigdr.FactorAnalysis(K, rotation="varimax").fit(str(store))
     ref = bigdr.FactorAnalysis(K, rotation="varimax").fit(data)
     np.testing.assert_allclose(fa.components_, ref.components_, atol=1e-9)
+
+
+def test_scikit_learns_randomized_svd_method_and_starting_noise(data):
+    """svd_method='randomized' (iterated_power subspace iterations per step) reaches scikit-learn's fit;
+    noise_variance_init starts the iterations; copy and random_state are accepted."""
+    ref = SkFA(K, svd_method="randomized", random_state=0).fit(data)
+    fa = bigdr.FactorAnalysis(K, svd_method="randomized", iterated_power=3, random_state=0, copy=False).fit(data)
+    assert fa.converged_ and fa.whitened_spectrum_.shape == (K,)
+    np.testing.assert_allclose(fa.noise_variance_, ref.noise_variance_, rtol=1e-4)
+    assert np.rad2deg(scipy.linalg.subspace_angles(ref.components_.T, fa.components_.T).max()) < 1e-2
+    init = np.full(data.shape[1], 0.5)
+    ref = SkFA(K, svd_method="lapack", noise_variance_init=init).fit(data)
+    fa = bigdr.FactorAnalysis(K, noise_variance_init=init).fit(data)
+    assert fa.n_iter_ == ref.n_iter_
+    np.testing.assert_allclose(fa.loglike_, ref.loglike_, rtol=1e-6)
+    with pytest.raises(ValueError, match="noise_variance_init must hold 12 positive"):
+        bigdr.FactorAnalysis(K, noise_variance_init=np.ones(3)).fit(data)
+    with pytest.raises(ValueError, match="svd_method"):
+        bigdr.FactorAnalysis(K, svd_method="arpack").fit(data)

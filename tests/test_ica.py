@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.decomposition import PCA as SkPCA
 from sklearn.decomposition import FastICA as SkICA
 
 import bigdr
@@ -40,7 +41,9 @@ def test_equals_scikit_learn_with_the_same_whitening_and_start(mixed, algorithm,
     X, _ = mixed
     w0 = np.random.default_rng(3).standard_normal((4, 4))
     ref = SkICA(4, algorithm=algorithm, fun=fun, w_init=w0, whiten_solver="eigh", max_iter=500).fit(X)
-    ica = bigdr.FastICA(4, algorithm=algorithm, fun=fun, w_init=w0, max_iter=500).fit(da.from_array(X, chunks=3000))
+    ica = bigdr.FastICA(4, algorithm=algorithm, fun=fun, w_init=w0, whiten_solver="eigh", max_iter=500).fit(
+        da.from_array(X, chunks=3000)
+    )
     assert ica.n_iter_ == ref.n_iter_ and ica.converged_
     assert amari_distance(ica.components_, ref.mixing_) < 1e-6
     np.testing.assert_allclose(ica.components_, ref.components_, atol=1e-9)
@@ -87,12 +90,13 @@ def test_any_chunking_gives_the_same_unmixing(mixed, sizes):
     "params, match",
     [
         ({"n_components": 7}, "n_components=7 must be at most"),
-        ({"whiten": False}, "whiten must be"),
+        ({"whiten": True}, "whiten must be"),
+        ({"whiten_solver": "qr"}, "whiten_solver"),
         ({"fun": "tanh"}, "fun must be one of"),
         ({"algorithm": "fixed"}, "algorithm"),
         ({"fun_args": {"alpha": 3.0}}, "alpha"),
         ({"w_init": np.eye(3)}, "w_init has shape"),
-        ({"tol": 0.0}, "tol"),
+        ({"tol": -1.0}, "tol"),
     ],
 )
 def test_bad_input(mixed, params, match):
@@ -107,7 +111,7 @@ def test_a_constant_column_and_non_convergence_say_what_to_change(mixed):
     Xc[:, 2] = 1.0
     with pytest.raises(ValueError, match=r"Column\(s\) \[2\] are constant"):
         bigdr.FastICA(4).fit(Xc)
-    with pytest.warns(ConvergenceWarning, match="raise max_iter or tol"):
+    with pytest.warns(ConvergenceWarning, match="did not converge. Consider increasing tolerance"):
         ica = bigdr.FastICA(4, max_iter=1, random_state=0).fit(X)
     assert not ica.converged_ and ica.convergence_ > ica.tol
 
@@ -119,3 +123,34 @@ def test_on_a_real_cluster(cluster_client, mixed, tmp_path):
     with cluster_client.as_current(), dask.config.set(scheduler=cluster_client.get):
         ica = bigdr.FastICA(4, random_state=0).fit(str(store))
     np.testing.assert_allclose(ica.components_, bigdr.FastICA(4, random_state=0).fit(X).components_, atol=1e-9)
+
+
+def test_scikit_learns_whiten_solvers_callable_contrast_and_unwhitened_input(mixed):
+    """whiten_solver='svd' (the R factor of a one-pass TSQR) equals scikit-learn's default SVD whitening;
+    a callable ``fun`` equals the named contrast it computes; whiten=False takes white rows as they are;
+    float32 stays float32."""
+    X, _ = mixed
+    full_rank = X[:, :4] + 0.1 * np.random.default_rng(5).standard_normal((len(X), 4))
+    w0 = np.random.default_rng(3).standard_normal((4, 4))
+    ref = SkICA(4, w_init=w0, max_iter=500).fit(full_rank)  # whiten_solver="svd", scikit-learn's default
+    ica = bigdr.FastICA(4, w_init=w0, max_iter=500).fit(da.from_array(full_rank, chunks=3000))
+    np.testing.assert_allclose(ica.components_, ref.components_, atol=1e-8)
+    with pytest.warns(UserWarning, match="There are some small singular values"):  # 6 columns of rank 4
+        bigdr.FastICA(4, whiten_solver="eigh", random_state=0).fit(X)
+
+    def cube(u):
+        return u**3, (3 * u**2).mean(axis=-1)
+
+    named = bigdr.FastICA(4, fun="cube", w_init=w0, max_iter=500).fit(full_rank)
+    given = bigdr.FastICA(4, fun=cube, w_init=w0, max_iter=500).fit(da.from_array(full_rank, chunks=2500))
+    np.testing.assert_allclose(given.components_, named.components_, atol=1e-9)
+    white = SkPCA(4, whiten=True).fit_transform(full_rank)
+    ref = SkICA(whiten=False, w_init=w0, max_iter=500).fit(white)
+    with pytest.warns(UserWarning, match="Ignoring n_components with whiten=False"):
+        ica = bigdr.FastICA(3, whiten=False, w_init=w0, max_iter=500).fit(white)
+    assert not hasattr(ica, "whitening_") and ica.n_passes_ == ica.n_iter_
+    np.testing.assert_allclose(ica.components_, ref.components_, atol=1e-8)
+    np.testing.assert_allclose(ica.transform(white), ref.transform(white), atol=1e-8)
+    small = bigdr.FastICA(4, random_state=0, max_iter=500).fit(full_rank.astype(np.float32))
+    assert small.components_.dtype == small.mixing_.dtype == small.mean_.dtype == np.float32
+    assert small.transform(full_rank.astype(np.float32)).dtype == np.float32

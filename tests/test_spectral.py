@@ -290,12 +290,12 @@ def test_graph_solver_follows_the_manifolds_dimension(roll):
 
 
 def test_scikit_learns_spectral_embedding_parameters(roll):
-    """gamma sets the Gaussian scale (exp(-gamma d^2)), 'rbf' is the Gaussian affinity, eigen_tol the
-    iterative solver's tolerance, n_jobs is accepted (dask schedules)."""
+    """gamma sets the Gaussian scale (exp(-gamma d^2)), eigen_tol the iterative solver's tolerance,
+    n_jobs is accepted (dask schedules)."""
     X, _ = roll
     ours = SpectralEmbedding(2, affinity="gaussian", n_neighbors=10, epsilon=0.5, eigen_solver="amg").fit(X)
-    theirs = SpectralEmbedding(2, affinity="rbf", n_neighbors=10, gamma=2.0, eigen_solver="amg", eigen_tol=1e-8,
-                               n_jobs=-1).fit(X)  # fmt: skip
+    theirs = SpectralEmbedding(2, affinity="gaussian", n_neighbors=10, gamma=2.0, eigen_solver="amg",
+                               eigen_tol=1e-8, n_jobs=-1).fit(X)  # fmt: skip
     assert theirs.epsilon_ == pytest.approx(0.5)  # 1 / sqrt(2 gamma)
     np.testing.assert_allclose(np.abs(theirs.embedding_), np.abs(ours.embedding_), atol=1e-4)
     with pytest.raises(ValueError, match="gamma"):
@@ -305,3 +305,45 @@ def test_scikit_learns_spectral_embedding_parameters(roll):
     assert SpectralEmbedding(2, eigen_tol=0.0)._eigen_tol() == {"tol": 1e-12}
     with pytest.raises(ValueError, match="'rbf'"):
         SpectralEmbedding(2, affinity="cosine").fit(X)
+
+
+def test_scikit_learns_whole_affinities(roll):
+    """'rbf' (the dense kernel, gamma 1/p by default), 'precomputed' (dense or sparse), a callable and
+    'precomputed_nearest_neighbors' embed as scikit-learn's do; float32 stays float32; there is no
+    transform, and an asymmetric affinity is symmetrised with scikit-learn's warning."""
+    import scipy.sparse as sp
+    from sklearn.metrics.pairwise import rbf_kernel
+    from sklearn.neighbors import NearestNeighbors
+
+    X = roll[0][:600]
+
+    def same(a, b, atol=1e-6):
+        np.testing.assert_allclose(np.abs(a), np.abs(b), atol=atol)
+
+    ref = SkSpectralEmbedding(2, affinity="rbf", eigen_solver="arpack", random_state=0).fit(X)
+    rbf = SpectralEmbedding(2, affinity="rbf").fit(X)
+    np.testing.assert_allclose(rbf.affinity_matrix_, rbf_kernel(X, gamma=1 / 3), rtol=1e-12)
+    same(rbf.embedding_, ref.embedding_)
+    K = rbf_kernel(X, gamma=0.5)
+    for given in (K, sp.csr_matrix(K)):
+        before = given.copy()
+        model = SpectralEmbedding(2, affinity="precomputed").fit(given)
+        assert abs(given - before).max() == 0  # the caller's matrix is left as it was
+        same(model.embedding_, SpectralEmbedding(2, affinity="rbf", gamma=0.5).fit_transform(X))
+    same(SpectralEmbedding(2, affinity=lambda A: rbf_kernel(A, gamma=0.5)).fit_transform(X), model.embedding_)
+    graph = NearestNeighbors(n_neighbors=10).fit(X).kneighbors_graph(X, mode="distance")
+    ref = SkSpectralEmbedding(2, affinity="precomputed_nearest_neighbors", n_neighbors=8, eigen_solver="arpack",
+                              random_state=0).fit(graph)  # fmt: skip
+    ours = SpectralEmbedding(2, affinity="precomputed_nearest_neighbors", n_neighbors=8).fit(graph)
+    assert abs(ours.affinity_matrix_ - ref.affinity_matrix_).max() == 0
+    same(ours.embedding_, ref.embedding_)
+    small = SpectralEmbedding(2, affinity="rbf").fit(X.astype(np.float32))
+    assert small.embedding_.dtype == small.affinity_matrix_.dtype == np.float32
+    with pytest.raises(ValueError, match="places no new rows"):
+        small.transform(X[:5])
+    with pytest.warns(UserWarning, match="not symmetric"):
+        SpectralEmbedding(2, affinity="precomputed").fit(K + np.triu(K, 1))
+    with pytest.raises(ValueError, match="square n x n matrix"):
+        SpectralEmbedding(2, affinity="precomputed").fit(X)
+    knn = SpectralEmbedding(2, n_neighbors=10).fit(X)
+    assert sp.issparse(knn.affinity_matrix_) and knn.affinity_matrix_.shape == (600, 600)

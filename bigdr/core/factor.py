@@ -33,12 +33,12 @@ analysis. Psychometrika 23(3), 187-200.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
 
-from .eigen import flip_signs
+from .eigen import flip_signs, top_eigh
 
 #: Floor of the noise variances and of their square roots (scikit-learn's).
 SMALL = 1e-12
@@ -51,7 +51,7 @@ class FactorFit(NamedTuple):
     loglike: list[float]  # per iteration
     n_iter: int
     converged: bool
-    spectrum: np.ndarray  # (p,) eigenvalues of Psi^-1/2 S Psi^-1/2 (descending) at the last iteration
+    spectrum: np.ndarray  # (p,) eigenvalues of Psi^-1/2 S Psi^-1/2 (descending) at the last iteration; (k,) randomized
 
 
 def fit_factors(
@@ -61,12 +61,17 @@ def fit_factors(
     tol: float = 1e-2,
     max_iter: int = 1000,
     noise_variance_init: np.ndarray | None = None,
+    method: str = "lapack",
+    random_state: Any = 0,
+    n_iter: int = 3,
 ) -> FactorFit:
     """Maximum-likelihood loadings and noise variances from the biased covariance ``S`` of ``n`` rows.
 
     Iterates until the log-likelihood rises by less than ``tol`` or
     ``max_iter`` iterations; each costs one symmetric eigendecomposition of
-    a p x p matrix.
+    a p x p matrix (``method="lapack"``), or the top ``k`` eigenpairs by
+    ``n_iter`` randomized subspace iterations (``"randomized"``, scikit-learn's
+    ``svd_method``; the spectrum then holds those ``k`` values only).
     """
     p = S.shape[0]
     variance = np.diag(S).copy()
@@ -80,8 +85,13 @@ def fit_factors(
     for _ in range(max_iter):
         sqrt_psi = np.sqrt(psi) + SMALL
         A = S / np.outer(sqrt_psi, sqrt_psi)
-        values, vectors = scipy.linalg.eigh(A, check_finite=False)
-        s, V = values[::-1][:k], flip_signs(vectors[:, ::-1][:, :k])
+        if method == "lapack":
+            values, vectors = scipy.linalg.eigh(A, check_finite=False)
+            s, V = values[::-1][:k], flip_signs(vectors[:, ::-1][:, :k])
+        else:
+            top = top_eigh(A, k, random_state, solver="randomized", n_iter=n_iter)
+            s, V = top.values, top.vectors
+            values = s[::-1].copy()
         unexplained = float(np.trace(A) - s.sum())
         W = np.sqrt(np.maximum(s - 1.0, 0.0))[:, None] * V.T * sqrt_psi
         ll = -n / 2.0 * (llconst + np.sum(np.log(s)) + unexplained + np.sum(np.log(psi)))
@@ -130,11 +140,15 @@ def posterior_map(components: np.ndarray, noise_variance: np.ndarray) -> np.ndar
 
 
 def precision(components: np.ndarray, noise_variance: np.ndarray) -> np.ndarray:
-    """``(W^T W + Psi)^-1`` by the matrix inversion lemma (a k x k inverse)."""
+    """``(W^T W + Psi)^-1`` by the matrix inversion lemma (a k x k inverse).
+
+    A noise variance of 0 (a PCA keeping every component) leaves no lemma: the p x p inverse.
+    """
     k, p = components.shape
+    noise_variance = np.broadcast_to(np.asarray(noise_variance, dtype=np.float64), (p,))
     if k == 0:
         return np.diag(1.0 / noise_variance)
-    if k == p:
+    if k == p or not np.all(noise_variance > 0):
         return scipy.linalg.inv(components.T @ components + np.diag(noise_variance))
     Wpsi = components / noise_variance
     inner = scipy.linalg.inv(np.eye(k) + Wpsi @ components.T)

@@ -25,10 +25,9 @@ blind signal separation. NIPS 8, 757-763.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
-import scipy.linalg
 
 FUNCTIONS = ("logcosh", "exp", "cube")
 
@@ -58,19 +57,18 @@ def contrast(name: str, u: np.ndarray, alpha: float = 1.0) -> tuple[np.ndarray, 
     raise ValueError(f"fun must be one of {', '.join(FUNCTIONS)}; got {name!r}.")
 
 
-def whitening(scatter: np.ndarray, n_components: int) -> tuple[np.ndarray, np.ndarray]:
-    """``K`` (k x p) and the singular values of the centred data, from its scatter ``Xc^T Xc``.
+def whitening(values: np.ndarray, vectors: np.ndarray, n_components: int) -> tuple[np.ndarray, np.ndarray]:
+    """``K`` (k x p) and the singular values of the centred data, from the eigenpairs of its scatter ``Xc^T Xc``.
 
-    ``K = (U / d)^T[:k]`` with ``d^2, U`` the eigenpairs of the scatter in
-    descending order and each eigenvector's first entry made positive, as
-    scikit-learn's FastICA; ``sqrt(n) K (x - mean)`` then has unit covariance.
+    ``values`` descending (the squared singular values, from the scatter or
+    from the R factor of the centred rows), ``vectors`` as columns.
+    ``K = (U / d)^T[:k]`` with each eigenvector's first entry made positive,
+    as scikit-learn's FastICA; ``sqrt(n) K (x - mean)`` then has unit covariance.
     """
-    values, U = scipy.linalg.eigh(scatter, check_finite=False)
-    order = np.argsort(values)[::-1]
-    d = np.sqrt(np.maximum(values[order], np.finfo(np.float64).eps * 10))
-    U = U[:, order]
-    U *= np.sign(U[0])
-    return (U / d).T[:n_components], d
+    d = np.sqrt(np.maximum(values, np.finfo(np.float64).eps * 10))
+    signs = np.sign(vectors[0])
+    signs[signs == 0] = 1
+    return (vectors * signs / d).T[:n_components], d
 
 
 def sym_decorrelation(W: np.ndarray) -> np.ndarray:
@@ -80,9 +78,18 @@ def sym_decorrelation(W: np.ndarray) -> np.ndarray:
     return (u * (1.0 / np.sqrt(s))) @ u.T @ W
 
 
-def ica_sums(block: np.ndarray, mean: np.ndarray, white: np.ndarray, W: np.ndarray, fun: str, alpha: float) -> ICASums:
-    """One block's share of a fixed-point step: whitened ``z = (x - mean) white^T``, then the sums."""
+def ica_sums(
+    block: np.ndarray, mean: np.ndarray, white: np.ndarray, W: np.ndarray, fun: Any, alpha: float, fun_args: Any = None
+) -> ICASums:
+    """One block's share of a fixed-point step: whitened ``z = (x - mean) white^T``, then the sums.
+
+    ``fun`` names a contrast or is scikit-learn's callable: ``fun(u, **fun_args)`` of the k x rows
+    projections returns ``g(u)`` and the row mean of ``g'(u)``, which times the block's rows is its sum.
+    """
     z = (np.asarray(block, dtype=np.float64) - mean) @ white.T
+    if callable(fun):
+        g, g_mean = fun((z @ W.T).T, **(fun_args or {}))
+        return ICASums(len(z), np.asarray(g, dtype=np.float64) @ z, np.asarray(g_mean, dtype=np.float64) * len(z))
     gu, gpu = contrast(fun, z @ W.T, alpha)
     return ICASums(len(z), gu.T @ z, gpu.sum(axis=0))
 

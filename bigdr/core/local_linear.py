@@ -131,10 +131,13 @@ def local_factors(
     n_components: int,
     reg: float,
     eta: float | None = None,
+    tol: float | None = None,
 ) -> np.ndarray:
     """The local factors ``F_i`` (b, |J_i|, r) of a block of rows; zero columns pad ragged ``r``.
 
-    ``eta`` (``modified`` only): the median of :func:`modified_ratios` over all rows.
+    ``eta`` (``modified`` only): the median of :func:`modified_ratios` over all rows. ``tol``:
+    scikit-learn's ``hessian_tol`` (a weight column summing below it is not normalised) or
+    ``modified_tol`` (a reflection vector shorter than it is dropped); None: 1e-4 and 1e-12.
     """
     d = n_components
     b, k, _ = neighbours.shape
@@ -144,7 +147,7 @@ def local_factors(
     if method == "modified":
         if eta is None:
             raise ValueError("the modified variant needs eta, the median of modified_ratios over all rows.")
-        return _modified(x, neighbours, d, reg, eta)
+        return _modified(x, neighbours, d, reg, eta, MODIFIED_TOL if tol is None else tol)
     centred = neighbours - neighbours.mean(axis=1, keepdims=True)
     if method == "hessian":
         U, _ = _top_left_vectors(centred, full=False)
@@ -154,7 +157,7 @@ def local_factors(
         Q = np.linalg.qr(Y, mode="complete")[0]
         w = Q[..., d + 1 :]
         S = w.sum(axis=1, keepdims=True)
-        S[np.abs(S) < HESSIAN_TOL] = 1.0
+        S[np.abs(S) < (HESSIAN_TOL if tol is None else tol)] = 1.0
         return w / S
     if method == "ltsa":
         U, _ = _top_left_vectors(centred, full=True)
@@ -164,7 +167,7 @@ def local_factors(
     raise ValueError(f"method must be one of {VARIANTS}; got {method!r}.")
 
 
-def _modified(x: np.ndarray, neighbours: np.ndarray, d: int, reg: float, eta: float) -> np.ndarray:
+def _modified(x: np.ndarray, neighbours: np.ndarray, d: int, reg: float, eta: float, tol: float) -> np.ndarray:
     b, k, p = neighbours.shape
     V, evals = _top_left_vectors(neighbours - x[:, None, :], full=True)
     nev = evals.shape[1]
@@ -187,7 +190,7 @@ def _modified(x: np.ndarray, neighbours: np.ndarray, d: int, reg: float, eta: fl
     alpha = np.linalg.norm(Vi.sum(1), axis=1) / np.sqrt(s)
     h = alpha[:, None] * mask - Vi.sum(1)
     norm = np.linalg.norm(h, axis=1, keepdims=True)
-    h = np.where(norm < MODIFIED_TOL, 0.0, h / np.where(norm < MODIFIED_TOL, 1.0, norm))
+    h = np.where(norm < tol, 0.0, h / np.where(norm < tol, 1.0, norm))
     Vh = np.einsum("bkj,bj->bk", Vi, h)
     Wi = Vi - 2 * Vh[:, :, None] * h[:, None, :] + (1 - alpha)[:, None, None] * w_reg[:, :, None] * mask[:, None, :]
     return np.concatenate([-mask[:, None, :], Wi], axis=1)

@@ -295,6 +295,63 @@ def n_components_whitened(
     return k, psi, whitened, edge
 
 
+def minka_log_evidence(variances: np.ndarray, n_samples: int) -> np.ndarray:
+    r"""Laplace approximation of ``log p(X | k)`` for probabilistic PCA of rank ``k`` (Minka 2000).
+
+    ``variances``: all ``p`` eigenvalues of the covariance, descending. With
+    ``v = sum_{j>k} l_j / (p - k)`` and ``m = pk - k(k+1)/2``,
+
+    .. math:: \log p(X|k) \approx \log p(U) - \tfrac{n}{2}\sum_{j\le k}\log l_j
+              - \tfrac{n(p-k)}{2}\log v + \tfrac{m+k}{2}\log 2\pi
+              - \tfrac12 \log|A_Z| - \tfrac{k}{2}\log n,
+
+    ``log p(U)`` the log of the uniform density on the Stiefel manifold's
+    orientations and ``|A_Z| = prod_{i<=k, j>i} n (1/l~_j - 1/l~_i)(l_i - l_j)``
+    (``l~_j = v`` for ``j > k``). All ranks ``k = 1 ... p - 1`` at once, in
+    ``O(p^2)`` with prefix sums (entry ``k - 1`` of the result; ``-inf``
+    where ``l_k`` is not positive).
+
+    References
+    ----------
+    Minka, T. P. (2000). Automatic choice of dimensionality for PCA. Advances
+    in Neural Information Processing Systems 13, 598-604.
+    """
+    lam = np.asarray(variances, dtype=np.float64)
+    p, n = lam.shape[0], float(n_samples)
+    tiny = np.finfo(np.float64).tiny
+    ks = np.arange(1, p)
+    log_lam = np.log(np.maximum(lam, tiny))
+    i = np.arange(1, p)
+    log_u = np.cumsum(special.gammaln((p - i + 1) / 2.0) - (p - i + 1) / 2.0 * np.log(np.pi)) - ks * np.log(2.0)
+    log_l = -n / 2.0 * np.cumsum(log_lam)[:-1]
+    tail = np.cumsum(lam[::-1])[::-1]  # tail[k] = sum_{j>=k} lam_j (0-based)
+    v = np.maximum(tail[1:] / (p - ks), tiny)
+    log_v = -n * (p - ks) / 2.0 * np.log(v)
+    m = p * ks - ks * (ks + 1) / 2.0
+    log_p = np.log(2.0 * np.pi) * (m + ks) / 2.0
+    # log|A_Z|: pairs i < j < k use l_j, and log((1/l_j - 1/l_i)(l_i - l_j)) = 2 log(l_i - l_j) - log l_i
+    # - log l_j; pairs i < k <= j use v. Column sums of the upper triangles give every k's sums at once.
+    diff = np.triu(np.log(np.maximum(lam[:, None] - lam[None, :], tiny)), 1)
+    pair_terms = np.triu(2.0 * diff - log_lam[:, None] - log_lam[None, :], 1)
+    within = np.cumsum(pair_terms.sum(axis=0))[ks - 1]  # sum over i < j < k (0-based j <= k - 1)
+    across_diff = np.cumsum(diff.sum(axis=1))[ks - 1] - np.cumsum(diff.sum(axis=0))[ks - 1]
+    del diff, pair_terms
+    inv_lam = 1.0 / np.maximum(lam, tiny)
+    across_gap = np.array([np.log(np.maximum(1.0 / v[c] - inv_lam[: c + 1], tiny)).sum() for c in range(p - 1)])
+    across_gap *= p - ks
+    pairs = ks * p - ks * (ks + 1) / 2.0  # sum_{i<k} (p - 1 - i)
+    log_a = within + across_diff + across_gap + pairs * np.log(n)
+    out = log_u + log_l + log_v + log_p - log_a / 2.0 - ks * np.log(n) / 2.0
+    return np.where(lam[:-1] > np.finfo(np.float64).eps * max(lam[0], 0.0), out, -np.inf)
+
+
+def n_components_mle(variances: np.ndarray, n_samples: int) -> int:
+    """The rank of largest Minka evidence (:func:`minka_log_evidence`), scikit-learn's ``n_components="mle"``."""
+    if np.asarray(variances).shape[0] < 2:
+        return int(np.asarray(variances).shape[0])
+    return int(np.argmax(minka_log_evidence(variances, n_samples))) + 1
+
+
 def select_rank(
     n_components: Any, variances: np.ndarray, total: float, n: int, p: int, scatter: np.ndarray | None = None
 ) -> tuple[int, dict[str, Any]]:
@@ -305,7 +362,8 @@ def select_rank(
     Marchenko-Pastur edge (:func:`n_components_mp`, with a
     ``RankSelectionWarning`` when the bulk does not follow the law);
     ``"mp-whitened"``: the same after whitening each feature's noise
-    (:func:`n_components_whitened`, which needs the ``scatter``). Returns the
+    (:func:`n_components_whitened`, which needs the ``scatter``); ``"mle"``:
+    Minka's evidence (:func:`n_components_mle`). Returns the
     count and the fitted attributes of the rule (``mp_noise_variance_``, ...).
     """
     import numbers
@@ -316,6 +374,10 @@ def select_rank(
     k, m = n_components, min(n, p)
     if k is None:
         return m, {}
+    if k == "mle":
+        if n < p:
+            raise ValueError(f"n_components='mle' is only supported if n_samples >= n_features; got {n} < {p}.")
+        return n_components_mle(variances, n), {}
     if k == "mp":
         biased = variances * (n - 1) / n
         k_mp, sigma2, edge = n_components_mp(biased, n, p)

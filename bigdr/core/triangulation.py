@@ -56,15 +56,17 @@ class Triangulation(NamedTuple):
     spectrum: Eigenpairs | None  #: the landmarks' eigenpairs (None when rebuilt from a saved model)
 
 
-def landmark_mds(landmark_sq: np.ndarray, n_components: int, random_state: Any = 0) -> Triangulation:
+def landmark_mds(landmark_sq: np.ndarray, n_components: int, random_state: Any = 0, **eigen: Any) -> Triangulation:
     """Classical MDS of the landmarks and the triangulation of de Silva & Tenenbaum.
+
+    ``eigen``: :func:`~bigdr.core.eigen.top_eigh`'s ``solver``, ``tol`` and ``max_iter``.
 
     ``landmark_sq`` is the ``m x m`` matrix of squared dissimilarities among
     the landmarks. Components whose eigenvalue is not positive are set to
     zero (with a :class:`~bigdr.exceptions.NonEuclideanWarning`): they carry
     no Euclidean distance.
     """
-    spec = top_eigh(double_centre(landmark_sq), n_components, random_state)
+    spec = top_eigh(double_centre(landmark_sq), n_components, random_state, **eigen)
     scale = float(np.abs(spec.values).max()) if spec.values.size else 0.0
     positive = spec.values > 1e-12 * max(scale, np.finfo(float).tiny)
     if not positive.all():
@@ -79,13 +81,15 @@ def landmark_mds(landmark_sq: np.ndarray, n_components: int, random_state: Any =
     return Triangulation(pinv, np.asarray(landmark_sq, dtype=np.float64).mean(axis=0), spec)
 
 
-def geodesic_mds(G: np.ndarray, landmarks: np.ndarray, n_components: int, random_state: Any = 0) -> Triangulation:
+def geodesic_mds(
+    G: np.ndarray, landmarks: np.ndarray, n_components: int, random_state: Any = 0, **eigen: Any
+) -> Triangulation:
     """:func:`landmark_mds` of the landmarks' geodesics: ``G`` is (nodes x landmarks), ``landmarks`` their rows.
 
     The squared distances are symmetrised (shortest paths from each end can differ in the last bits).
     """
     sq = G[landmarks].astype(np.float64) ** 2
-    return landmark_mds((sq + sq.T) / 2, n_components, random_state)
+    return landmark_mds((sq + sq.T) / 2, n_components, random_state, **eigen)
 
 
 def triangulate(sq: np.ndarray, tri: Triangulation) -> np.ndarray:

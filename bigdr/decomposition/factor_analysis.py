@@ -17,23 +17,25 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
+from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
 from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
 from ..blockwise.reduce import merged_bytes, tree_reduce
-from ..core.factor import ROTATIONS, fit_factors, posterior_map, precision, rotate, row_loglike
+from ..core.factor import ROTATIONS, fit_factors, posterior_map, rotate
 from ..core.spectrum import white_noise_edge
 from ..core.stats import Moments, merge_moments, scatter_moments
 from ..exceptions import ConvergenceWarning
 from ..io import as_array
 from ..runtime.compute import compute
 from ..runtime.memory import Part, streaming
+from ._gaussian import LatentGaussianMixin
 
 #: Scatter matrices alive in the merge tree (as PCA's covariance solver).
 #: The p x p state and its eigendecompositions: the widest data factor analysis takes.
 MAX_FEATURES = 4096
 
 
-class FactorAnalysis(BigdrEstimator):
+class FactorAnalysis(LatentGaussianMixin, BigdrEstimator):
     r"""Maximum-likelihood factor analysis, out of core, in one pass over the data.
 
     Fits ``Cov x = W^T W + Psi`` (``W``: ``n_components x p`` loadings,
@@ -58,6 +60,22 @@ class FactorAnalysis(BigdrEstimator):
         Iterations at most; a ``ConvergenceWarning`` says when they ran out.
     rotation : {None, "varimax", "quartimax"}
         Orthogonal rotation of the loadings (Kaiser 1958), as scikit-learn's.
+    svd_method : {"lapack", "randomized"}
+        How each iteration finds the top ``k`` eigenpairs of the p x p
+        matrix: LAPACK's full ``eigh`` (exact) or ``iterated_power``
+        randomized subspace iterations (faster for ``k`` much below ``p``).
+        bigdr's default is ``"lapack"``, scikit-learn's ``"randomized"``:
+        here the iterations work on the one-pass covariance and read no data,
+        so the exact route costs little.
+    iterated_power : int
+        Subspace iterations per eigendecomposition with ``"randomized"``.
+    random_state : int, numpy Generator or None
+        Seed of the randomized eigensolver (scikit-learn's default 0); the seed used is kept in ``seed_``.
+    noise_variance_init : array (n_features,) or None
+        Starting noise variances (default ones).
+    copy : bool
+        scikit-learn's: whether ``fit`` may overwrite ``X``. bigdr never
+        writes to its input, so both values behave as ``True``.
 
     Attributes
     ----------
@@ -71,7 +89,8 @@ class FactorAnalysis(BigdrEstimator):
     n_iter_, n_samples_seen_, n_features_in_ : int
     converged_ : bool
     whitened_spectrum_ : ndarray (n_features,)
-        Eigenvalues of ``Psi^-1/2 S Psi^-1/2`` at the last iteration, descending:
+        Eigenvalues of ``Psi^-1/2 S Psi^-1/2`` at the last iteration, descending
+        (the top ``n_components`` only with ``svd_method="randomized"``):
         a factor adds ``s_j - 1`` to the white noise's 1, and eigenvalues of
         white noise reach at most about ``whitened_edge_`` (the scree plot).
     whitened_edge_ : float
@@ -110,11 +129,21 @@ class FactorAnalysis(BigdrEstimator):
         tol: float = 1e-2,
         max_iter: int = 1000,
         rotation: str | None = None,
+        svd_method: str = "lapack",
+        iterated_power: int = 3,
+        random_state: Any = 0,
+        noise_variance_init: Any = None,
+        copy: bool = True,
     ) -> None:
         self.n_components = n_components
         self.tol = tol
         self.max_iter = max_iter
         self.rotation = rotation
+        self.svd_method = svd_method
+        self.iterated_power = iterated_power
+        self.random_state = random_state
+        self.noise_variance_init = noise_variance_init
+        self.copy = copy
 
     def _check_params(self) -> None:
         if self.n_components is not None:
@@ -122,6 +151,10 @@ class FactorAnalysis(BigdrEstimator):
         check_real(self.tol, "tol", low=0.0)
         check_int(self.max_iter, "max_iter")
         check_choice(self.rotation, "rotation", ROTATIONS)
+        check_choice(self.svd_method, "svd_method", ("lapack", "randomized"))
+        check_int(self.iterated_power, "iterated_power", low=0)
+        if not isinstance(self.copy, (bool, np.bool_)):
+            raise TypeError(f"copy must be True or False; got {self.copy!r}.")
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
         p = Xd.shape[1]
@@ -176,7 +209,17 @@ class FactorAnalysis(BigdrEstimator):
                 f"likelihood has no maximum. Drop them before FactorAnalysis."
             )
         k = p if self.n_components is None else int(self.n_components)
-        result = fit_factors(S, n, k, float(self.tol), int(self.max_iter))
+        init = self.noise_variance_init
+        if init is not None:
+            init = np.asarray(init, dtype=np.float64)
+            if init.shape != (p,) or not np.all(np.isfinite(init)) or np.any(init <= 0):
+                raise ValueError(
+                    f"noise_variance_init must hold {p} positive finite values (one per feature); "
+                    f"got shape {init.shape}."
+                )
+        self.seed_ = resolve_seed(self.random_state)
+        result = fit_factors(S, n, k, float(self.tol), int(self.max_iter), init, self.svd_method, self.seed_,
+                             int(self.iterated_power))  # fmt: skip
         if not result.converged:
             warnings.warn(
                 f"FactorAnalysis did not converge in max_iter={self.max_iter} iterations (the log-likelihood "
@@ -196,16 +239,12 @@ class FactorAnalysis(BigdrEstimator):
         self.whitened_spectrum_ = result.spectrum
         self.whitened_edge_ = white_noise_edge(n, p)
 
-    # -- the model --------------------------------------------------------------
-    def get_covariance(self) -> np.ndarray:
-        """The model's covariance ``W^T W + Psi``."""
-        self._check_fitted()
-        return self.components_.T @ self.components_ + np.diag(self.noise_variance_)
+    # -- the model (covariance, precision, likelihood: LatentGaussianMixin) -----
+    def _latent_model(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.asarray(self.components_, dtype=np.float64), np.asarray(self.noise_variance_, dtype=np.float64)
 
-    def get_precision(self) -> np.ndarray:
-        """The inverse of :meth:`get_covariance`, by the matrix inversion lemma."""
-        self._check_fitted()
-        return precision(self.components_, self.noise_variance_)
+    def _score_rows(self, X: Any) -> da.Array:
+        return self._check_input(X)
 
     def _check_input(self, X: Any) -> da.Array:
         Xd = as_array(X, name="X", min_rows=1)
@@ -225,30 +264,6 @@ class FactorAnalysis(BigdrEstimator):
         Y = self._lazy_embedding(X)
         return compute(Y)[0] if wants_numpy(X) else Y
 
-    def score_samples(self, X: Any) -> np.ndarray | da.Array:
-        """Each row's log-likelihood under the model (blockwise)."""
-        self._check_fitted()
-        Xd = self._check_input(X)
-        P = self.get_precision()
-        logdet = float(np.linalg.slogdet(P)[1])
-        mean = np.asarray(self.mean_, dtype=np.float64)
-        scores = da.map_blocks(
-            _block_loglike,
-            Xd,
-            mean=mean,
-            precision_matrix=P,
-            logdet=logdet,
-            drop_axis=1,
-            dtype=np.float64,
-            meta=np.empty((0,), dtype=np.float64),
-        )
-        return compute(scores)[0] if wants_numpy(X) else scores
-
-    def score(self, X: Any, y: Any = None) -> float:
-        """The mean log-likelihood of the rows of ``X``."""
-        scores = self.score_samples(X)
-        return float(compute(scores.mean())[0] if isinstance(scores, da.Array) else scores.mean())
-
     def summary(self) -> dict[str, Any]:
         return {"n_iter": self.n_iter_, "loglike": self.loglike_[-1], "rotation": self.rotation}
 
@@ -258,7 +273,3 @@ class FactorAnalysis(BigdrEstimator):
             f"FactorAnalysis: {self.n_components_} factors, {state} in {self.n_iter_} iterations "
             f"(log-likelihood {self.loglike_[-1]:.6g}); one pass over {self.n_samples_seen_} rows"
         )
-
-
-def _block_loglike(block: np.ndarray, mean: np.ndarray, precision_matrix: np.ndarray, logdet: float) -> np.ndarray:
-    return row_loglike(np.asarray(block, dtype=np.float64) - mean, precision_matrix, logdet)

@@ -35,15 +35,17 @@ from ..core.ica import (
     sym_decorrelation,
     whitening,
 )
-from ..core.stats import merge_moments, scatter_moments
+from ..core.stats import Moments, QRState
 from ..exceptions import ConvergenceWarning
 from ..io import as_array
 from ..runtime.compute import compute
 from ..runtime.memory import Part, streaming
+from ._pca_solvers import MERGEABLE
 
 ALGORITHMS = ("parallel", "deflation")
-WHITEN = ("unit-variance", "arbitrary-variance")
-#: Scatter matrices alive in the merge tree of the whitening pass.
+WHITEN = ("unit-variance", "arbitrary-variance", False)
+#: whiten_solver -> PCA's one-pass state it reads: the scatter (eigh) or the R factor of the centred rows (svd).
+WHITEN_ROUTES = {"eigh": "covariance", "svd": "tsqr"}
 
 
 class FastICA(BigdrEstimator):
@@ -69,13 +71,23 @@ class FastICA(BigdrEstimator):
         Sources to find (default ``min(n, p)``).
     algorithm : {"parallel", "deflation"}
         All sources at once with symmetric decorrelation, or one after another.
-    fun : {"logcosh", "exp", "cube"}
-        ``g = tanh(alpha u)``, ``u exp(-u^2/2)`` or ``u^3``.
+    fun : {"logcosh", "exp", "cube"} or callable
+        ``g = tanh(alpha u)``, ``u exp(-u^2/2)`` or ``u^3``; or scikit-learn's
+        callable ``fun(u, **fun_args)`` taking the k x rows projections of a
+        row block and returning ``g(u)`` and the row mean of ``g'(u)``.
     fun_args : dict or None
-        ``{"alpha": a}`` for logcosh, ``1 <= a <= 2``.
-    whiten : {"unit-variance", "arbitrary-variance"}
+        ``{"alpha": a}`` for logcosh, ``1 <= a <= 2``; the keyword arguments of a callable ``fun``.
+    whiten : {"unit-variance", "arbitrary-variance", False}
         ``unit-variance`` scales the unmixing so the sources have unit
-        variance (scikit-learn's default).
+        variance (scikit-learn's default). False: the rows are taken as
+        already white (neither centred nor whitened; ``n_components`` is
+        ignored with a warning, as in scikit-learn).
+    whiten_solver : {"svd", "eigh"}
+        ``svd`` (scikit-learn's default): the singular vectors of the centred
+        rows from the R factor of a one-pass TSQR, accurate for
+        rank-deficient data; ``eigh``: the eigenvectors of the one-pass
+        scatter ``Xc^T Xc`` (cheaper per block, warns when eigenvalues are
+        too small to trust, as scikit-learn does). Both are one pass.
     max_iter : int
         Iterations at most (per unit for deflation), in each phase.
     tol : float
@@ -119,14 +131,16 @@ class FastICA(BigdrEstimator):
         algorithm: str = "parallel",
         fun: str = "logcosh",
         fun_args: dict | None = None,
-        whiten: str = "unit-variance",
+        whiten: Any = "unit-variance",
         max_iter: int = 200,
         tol: float = 1e-4,
         w_init: Any = None,
         sample_size: int | None = None,
         random_state: Any = None,
+        whiten_solver: str = "svd",
     ) -> None:
         self.n_components = n_components
+        self.whiten_solver = whiten_solver
         self.algorithm = algorithm
         self.fun = fun
         self.fun_args = fun_args
@@ -141,18 +155,18 @@ class FastICA(BigdrEstimator):
         if self.n_components is not None:
             check_int(self.n_components, "n_components")
         check_choice(self.algorithm, "algorithm", ALGORITHMS)
-        check_choice(self.fun, "fun", FUNCTIONS)
-        if self.whiten is False or self.whiten not in WHITEN:
-            raise ValueError(
-                f"whiten must be 'unit-variance' or 'arbitrary-variance'; got {self.whiten!r}. bigdr whitens "
-                f"out of core itself (whiten=False, for data already white, is not offered)."
-            )
+        if not callable(self.fun):
+            check_choice(self.fun, "fun", FUNCTIONS)
+        if not (self.whiten is False or (isinstance(self.whiten, str) and self.whiten in WHITEN)):
+            raise ValueError(f"whiten must be 'unit-variance', 'arbitrary-variance' or False; got {self.whiten!r}.")
+        check_choice(self.whiten_solver, "whiten_solver", tuple(WHITEN_ROUTES))
         check_int(self.max_iter, "max_iter")
-        check_real(self.tol, "tol", low=0.0, low_open=True)
+        check_real(self.tol, "tol", low=0.0)  # 0: never converged by tol, so max_iter iterations and a warning
         if self.sample_size is not None:
             check_int(self.sample_size, "sample_size", low=2)
-        alpha = check_real((self.fun_args or {}).get("alpha", 1.0), "fun_args['alpha']", low=1.0, high=2.0)
-        return alpha
+        if callable(self.fun):
+            return 1.0
+        return check_real((self.fun_args or {}).get("alpha", 1.0), "fun_args['alpha']", low=1.0, high=2.0)
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
         p = Xd.shape[1]
@@ -170,22 +184,24 @@ class FastICA(BigdrEstimator):
         alpha = self._check_params()
         Xd = as_array(X, check_finite=False)
         n, p = Xd.shape
-        k = min(n, p) if self.n_components is None else int(self.n_components)
+        k = min(n, p) if self.n_components is None or self.whiten is False else int(self.n_components)
+        if self.whiten is False and self.n_components is not None:
+            warnings.warn("Ignoring n_components with whiten=False.", UserWarning, stacklevel=2)
         if k > min(n, p):
             raise ValueError(f"n_components={k} must be at most min(n_samples, n_features) = {min(n, p)}.")
         self._check_memory(Xd)
         self.seed_ = resolve_seed(self.random_state)
-        (state,) = compute(tree_reduce(Xd, scatter_moments, merge_moments, with_offset=True))
-        constant = np.flatnonzero(np.diag(state.scatter) <= 0)
-        if len(constant):
-            raise ValueError(f"Column(s) {constant[:10].tolist()} are constant; drop them before FastICA.")
-        K, _ = whitening(state.scatter, k)
-        white = np.sqrt(n) * K
+        dtype = Xd.dtype if Xd.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+        if self.whiten is False:  # the rows are white already: z = x
+            state, K, white, mean = None, np.eye(p), np.eye(p), np.zeros(p)
+            Xd = as_array(X)  # the fixed-point passes read the data unchanged; NaN/Inf named there
+        else:
+            state, K = self._whitening(Xd, k)
+            white, mean = np.sqrt(n) * K, state.mean
         W0 = self._initial(k)
-        mean = state.mean
-        passes = 1
+        passes = 0 if state is None else 1
         sample = None
-        kernel = functools.partial(ica_sums, fun=self.fun, alpha=alpha)
+        kernel = functools.partial(ica_sums, fun=self.fun, alpha=alpha, fun_args=self.fun_args)
 
         def full(Wm: np.ndarray) -> ICASums:
             shared = (dask.delayed(mean), dask.delayed(white), dask.delayed(Wm))
@@ -205,20 +221,26 @@ class FastICA(BigdrEstimator):
         self.converged_ = bool(lim < self.tol)
         if not self.converged_:
             warnings.warn(
-                f"FastICA did not converge in max_iter={self.max_iter} iterations (the last change was "
-                f"{lim:.3g} > tol={self.tol}); raise max_iter or tol, or give sample_size to iterate on a "
-                f"sample first.",
+                f"FastICA did not converge. Consider increasing tolerance or the maximum number of iterations. "
+                f"After max_iter={self.max_iter} iterations the last change was {lim:.3g} > tol={self.tol}; "
+                f"sample_size iterates on a sample first.",
                 ConvergenceWarning,
                 stacklevel=2,
             )
         components = W @ K
-        if self.whiten == "unit-variance":  # each source's standard deviation, from the covariance
-            std = np.sqrt(np.einsum("ij,jk,ik->i", components, state.scatter, components) / n)
-            components = components / std[:, None]
-        self.components_ = components
-        self.mixing_ = scipy.linalg.pinv(components)
-        self.mean_ = mean
-        self.whitening_ = K
+        if self.whiten == "unit-variance":  # each source's standard deviation, from the one-pass state
+            if isinstance(state, QRState):
+                var = ((components @ state.R.T) ** 2).sum(1)
+            else:
+                assert isinstance(state, Moments)
+                var = np.einsum("ij,jk,ik->i", components, state.scatter, components)
+            components = components / np.sqrt(var / n)[:, None]
+        self.components_ = components.astype(dtype)
+        self.mixing_ = scipy.linalg.pinv(components).astype(dtype)
+        self.mean_ = mean.astype(dtype)
+        self.__dict__.pop("whitening_", None)
+        if state is not None:  # scikit-learn has no whitening_ for data taken as white
+            self.whitening_ = K.astype(dtype)
         self.n_iter_ = iters
         self.n_passes_ = passes
         self.convergence_ = lim
@@ -226,6 +248,21 @@ class FastICA(BigdrEstimator):
         self.n_samples_seen_ = int(n)
         self.n_components_ = k
         return self
+
+    def _whitening(self, Xd: da.Array, k: int) -> tuple[Moments | QRState, np.ndarray]:
+        """The one-pass state of the rows (scatter or R factor, by ``whiten_solver``) and ``K`` (k x p)."""
+        block_fn, merge, eigen = MERGEABLE[WHITEN_ROUTES[self.whiten_solver]]
+        (state,) = compute(tree_reduce(Xd, block_fn, merge, with_offset=True))
+        spread = np.einsum("ij,ij->j", state.R, state.R) if isinstance(state, QRState) else np.diag(state.scatter)
+        constant = np.flatnonzero(spread <= np.finfo(np.float64).eps ** 2 * max(float(spread.max()), 0.0))
+        if len(constant):
+            raise ValueError(f"Column(s) {constant[:10].tolist()} are constant; drop them before FastICA.")
+        eig = eigen(state)
+        if self.whiten_solver == "eigh" and np.any(eig.values < np.finfo(np.float64).eps * 10):
+            warnings.warn("There are some small singular values, using whiten_solver = 'svd' might lead to more "
+                          "accurate results.", UserWarning, stacklevel=3)  # fmt: skip
+        K, _ = whitening(eig.values, eig.vectors, k)
+        return state, K
 
     def _initial(self, k: int) -> np.ndarray:
         if self.w_init is None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import dask.array as da
@@ -19,59 +18,27 @@ import numpy as np
 
 from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
-from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
-from ..blockwise.linalg import components_from_samples, krylov_bytes, randomized_scatter_eig, samples_gram_eig
-from ..blockwise.reduce import column_statistics, merged_bytes, tree_reduce
+from ..base import BigdrEstimator, wants_numpy
+from ..blockwise.linalg import components_from_samples, randomized_scatter_eig, samples_gram_eig
+from ..blockwise.reduce import column_statistics, tree_reduce
 from ..core.drift import chi2_threshold, residual_threshold
-from ..core.eigen import LONG_EIGH, Eigenpairs, qr_eigh, scatter_eigh
+from ..core.eigen import LONG_EIGH, Eigenpairs
 from ..core.projection import feature_scale, project_and_score, sparse_projection
 from ..core.spectrum import select_rank
-from ..core.stats import (
-    Moments,
-    QRState,
-    merge_moments,
-    merge_qr,
-    qr_block,
-    scatter_moments,
-    sparse_scatter_moments,
-)
+from ..core.stats import Moments, QRState, sparse_scatter_moments
 from ..exceptions import ConvergenceWarning
 from ..io import as_array, as_sparse_array, is_sparse_input, with_finite_check
 from ..io.obsm import scanpy_pca_entries, scanpy_pca_names
 from ..runtime.compute import compute, step
-from ..runtime.memory import OVERHEAD, Part, memory_limit, streaming
+from ..runtime.memory import Part
+from ._gaussian import LatentGaussianMixin
+from ._pca_solvers import MERGEABLE, NORMALIZERS, SKLEARN_ROUTES, SOLVERS, choose_solver, route, solver_memory
 
-SOLVERS = ("auto", "covariance", "tsqr", "samples", "randomized")
-#: The solvers that work on sparse rows without densifying them (implicit centring).
-SPARSE_SOLVERS = ("covariance", "randomized")
-
-RANK_RULES = ("mp", "mp-whitened")
+RANK_RULES = ("mp", "mp-whitened", "mle")
 RULE_ATTRIBUTES = ("mp_noise_variance_", "mp_edge_", "feature_noise_variance_", "whitened_edge_", "whitened_spectrum_")
 
-#: ``auto`` uses the exact covariance merge up to this width while its p x p states fit the memory limit, and
-#: block Krylov above: the eigendecomposition grows as p^3 (17 s at 5,000 features on one core; docs/pca.md).
-MAX_COVARIANCE_FEATURES = 4096
-#: ``auto`` uses the n x n Gram route when n < p and the n x n matrix is at
-#: most about 3 GiB.
-#: Memory model (calibrated by benchmarks/bench_memory.py): row blocks held per
-#: worker thread in a pass, and scatter matrices alive in the merge tree.
-STREAM_COPIES = 2
-MAX_SAMPLES_GRAM = 20_000
 
-
-# Block kernels take the block's first row so a NaN/Inf error names the row in the data.
-def _qr_of(block: np.ndarray, first_row: int) -> QRState:
-    return qr_block(block)
-
-
-#: solver -> (block kernel, merge, eigensolver of the merged state)
-_MERGEABLE: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[..., Eigenpairs]]] = {
-    "covariance": (scatter_moments, merge_moments, scatter_eigh),
-    "tsqr": (_qr_of, merge_qr, qr_eigh),
-}
-
-
-class PCA(BigdrEstimator):
+class PCA(LatentGaussianMixin, BigdrEstimator):
     """Principal component analysis, exact in one pass over data of any length.
 
     Parameters
@@ -89,8 +56,13 @@ class PCA(BigdrEstimator):
         ``"mp-whitened"``: the same edge after whitening each feature's noise
         by a factor-analysis fit, which holds when the noise varies across
         features (:func:`bigdr.core.spectrum.n_components_whitened`; the
-        covariance and tsqr solvers). None: ``min(n_samples, n_features)``.
-    svd_solver : {"auto", "covariance", "tsqr", "samples", "randomized"}
+        covariance and tsqr solvers). ``"mle"``: Minka's (2000) Laplace
+        approximation of the evidence of each rank (scikit-learn's; needs
+        ``n_samples >= n_features`` and an exact solver;
+        :func:`bigdr.core.spectrum.minka_log_evidence`). None:
+        ``min(n_samples, n_features)`` (``- 1`` with ``svd_solver="arpack"``,
+        as in scikit-learn).
+    svd_solver : {"auto", "covariance", "tsqr", "samples", "randomized", "full", "covariance_eigh", "arpack"}
         ``"covariance"``: one pass; each row block contributes its mean and
         centred scatter, merged by Chan's update; eigh of the p x p result.
         Fastest; loses relative accuracy on components whose variance is
@@ -105,6 +77,10 @@ class PCA(BigdrEstimator):
         passes, and more until the accuracy ``tol`` is reached
         (:func:`bigdr.core.eigen.block_krylov_eigh`; memory ``2 p (k +
         n_oversamples)(max_iter + 1)`` floats for the Krylov basis).
+        scikit-learn's names choose the route that computes what theirs do:
+        ``"full"`` is ``"tsqr"``, ``"covariance_eigh"`` ``"covariance"`` and
+        ``"arpack"`` ``"randomized"`` (with scikit-learn's checks of
+        ``n_components``); ``svd_solver_`` names the route taken.
         ``"auto"``: ``samples`` if n < p and n <= 20000; else ``covariance``
         (exact) if p <= 4096 and its p x p states (about ``10 p^2 x 8``
         bytes) fit the memory limit; else ``randomized``, whose accuracy is
@@ -131,6 +107,18 @@ class PCA(BigdrEstimator):
     random_state : int, numpy Generator or None
         Seed of the randomized solver's test matrix; the seed used is kept in
         ``seed_``.
+    copy : bool
+        scikit-learn's: whether ``fit`` may overwrite ``X``. bigdr never
+        writes to its input, so both values behave as ``True``.
+    iterated_power : "auto" or int
+        scikit-learn's name for the least number of power iterations:
+        ``"auto"`` takes ``n_iter``; an int replaces it.
+    power_iteration_normalizer : {"auto", "QR", "LU", "none"}
+        scikit-learn's normalisation between power iterations. bigdr's block
+        Krylov solver orthonormalises its basis by QR whatever the value:
+        scikit-learn's ``"LU"`` and ``"none"`` trade stability for speed in
+        memory, where a pass over the data costs far more than the QR of a
+        p x (k + oversamples) block.
 
     Attributes
     ----------
@@ -149,7 +137,9 @@ class PCA(BigdrEstimator):
         "mp-whitened") that finds no component above the noise gives 0 here,
         while the model keeps one (``n_components_`` = 1).
     noise_variance_ : float
-        The mean of the discarded eigenvalues.
+        The mean of the discarded eigenvalues: the noise of probabilistic PCA
+        (Tipping & Bishop 1999), whose covariance ``get_covariance`` returns
+        and whose likelihood ``score_samples`` and ``score`` give.
     mp_noise_variance_, mp_edge_ : float
         With ``n_components="mp"``: the estimated sigma^2 and the bulk edge.
     feature_noise_variance_, whitened_spectrum_, whitened_edge_
@@ -194,6 +184,13 @@ class PCA(BigdrEstimator):
     Communication-optimal parallel and sequential QR and LU factorizations.
     SIAM J. Sci. Comput. 34(1), A206-A239. doi:10.1137/080731992
 
+    Tipping, M. E. & Bishop, C. M. (1999). Probabilistic principal component
+    analysis. J. Royal Statistical Society B 61(3), 611-622.
+    doi:10.1111/1467-9868.00196
+
+    Minka, T. P. (2000). Automatic choice of dimensionality for PCA. Advances
+    in Neural Information Processing Systems 13, 598-604.
+
     Marchenko, V. A. & Pastur, L. A. (1967). Distribution of eigenvalues for
     some sets of random matrices. Math. USSR-Sbornik 1(4), 457-483.
     doi:10.1070/SM1967v001n04ABEH001994
@@ -234,8 +231,14 @@ class PCA(BigdrEstimator):
         tol: float = 1e-6,
         max_iter: int = 30,
         random_state: int | None = None,
+        copy: bool = True,
+        iterated_power: int | str = "auto",
+        power_iteration_normalizer: str = "auto",
     ) -> None:
         self.n_components = n_components
+        self.copy = copy
+        self.iterated_power = iterated_power
+        self.power_iteration_normalizer = power_iteration_normalizer
         self.svd_solver = svd_solver
         self.whiten = whiten
         self.scale = scale
@@ -248,65 +251,57 @@ class PCA(BigdrEstimator):
     # -- validation ---------------------------------------------------------
     def _check_params(self) -> None:
         k = self.n_components
-        check_choice(self.svd_solver, "svd_solver", SOLVERS)
+        check_choice(self.svd_solver, "svd_solver", (*SOLVERS, *SKLEARN_ROUTES))
+        check_choice(self.power_iteration_normalizer, "power_iteration_normalizer", NORMALIZERS)
+        if not (isinstance(self.iterated_power, str) and self.iterated_power == "auto"):
+            check_int(self.iterated_power, "iterated_power ('auto' or an int >= 0)", low=0)
         if isinstance(k, str):
             if k not in RANK_RULES:
-                raise ValueError(f"n_components as a string must be 'mp' or 'mp-whitened'; got {k!r}.")
-            if k == "mp-whitened" and self.svd_solver in ("samples", "randomized"):
+                raise ValueError(f"n_components as a string must be 'mp', 'mp-whitened' or 'mle'; got {k!r}.")
+            if k != "mp" and route(self.svd_solver) in ("samples", "randomized"):
                 raise ValueError(
-                    f"n_components='mp-whitened' needs the p x p covariance, which svd_solver="
+                    f"n_components={k!r} cannot be a string with svd_solver={self.svd_solver!r}: it needs the "
+                    f"p x p covariance, which svd_solver="
                     f"{self.svd_solver!r} does not form; use svd_solver='covariance' or 'tsqr'."
                 )
         elif isinstance(k, bool) or not (k is None or isinstance(k, numbers.Real)):
             raise TypeError(
-                f"n_components must be an int, a float in (0, 1), 'mp', 'mp-whitened' or None; got {type(k).__name__}."
+                f"n_components must be an int, a float in (0, 1), 'mp', 'mp-whitened', 'mle' or None; "
+                f"got {type(k).__name__}."
             )
         elif isinstance(k, numbers.Integral):
-            check_int(k, "n_components")
+            check_int(k, "n_components", low=0)  # the data's shape bounds it in fit
         elif k is not None and not 0 < k < 1:
             raise ValueError(f"n_components={k} as a fraction of explained variance must lie strictly between 0 and 1.")
         check_int(self.n_oversamples, "n_oversamples", low=0)
         check_int(self.n_iter, "n_iter", low=0)
         check_int(self.max_iter, "max_iter", low=0)
         check_real(self.tol, "tol", low=0.0)
-        for name in ("whiten", "scale"):
+        for name in ("whiten", "scale", "copy"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise TypeError(f"{name} must be True or False; got {getattr(self, name)!r}.")
         if self.scale and self.svd_solver == "samples":
             raise ValueError("scale=True needs svd_solver='covariance', 'tsqr', 'randomized' or 'auto'.")
 
     def _choose_solver(self, n: int, p: int, sparse: bool = False) -> str:
-        if sparse:
-            if self.svd_solver not in ("auto", *SPARSE_SOLVERS):
-                raise ValueError(
-                    f"svd_solver={self.svd_solver!r} needs dense rows; sparse input is centred implicitly by "
-                    f"'covariance' (exact, p x p) or 'randomized' (wide data), or 'auto' to choose."
-                )
-            if self.svd_solver != "auto":
-                return self.svd_solver
-            exact = self._covariance_fits(p, sparse) or self.n_components == "mp-whitened"
-            return "covariance" if exact else "randomized"
-        if self.svd_solver != "auto":
-            return self.svd_solver
-        if self.n_components == "mp-whitened":  # needs the p x p covariance, whatever n is
-            if p > MAX_COVARIANCE_FEATURES:
-                raise ValueError(
-                    f"n_components='mp-whitened' needs the {p} x {p} covariance; it takes at most "
-                    f"{MAX_COVARIANCE_FEATURES} features. Use n_components='mp' or an int."
-                )
-            return "covariance"
-        if n < p and n <= MAX_SAMPLES_GRAM and not self.scale:
-            return "samples"
-        if self._covariance_fits(p, sparse):
-            return "covariance"
-        return "randomized"
+        return choose_solver(self.svd_solver, n, p, sparse, self.n_components, self.scale)
 
-    def _covariance_fits(self, p: int, sparse: bool) -> bool:
-        """Whether ``auto`` takes the exact covariance route: p <= 4096 and its p x p states within the limit."""
-        if p > MAX_COVARIANCE_FEATURES:
-            return False
-        limit, _ = memory_limit()
-        return limit is None or merged_bytes(p, p, sparse) + OVERHEAD <= limit
+    def _check_width(self, n: int, p: int) -> None:
+        """An int ``n_components`` against the data's shape, in scikit-learn's words."""
+        k, m, name = self.n_components, min(n, p), self.svd_solver
+        if isinstance(k, numbers.Integral) and not 1 <= k <= m:
+            raise ValueError(f"n_components={k} must be between 1 and min(n_samples, n_features)={m} with "
+                             f"svd_solver={name!r} (X has shape ({n}, {p})).")  # fmt: skip
+        if name == "arpack" and isinstance(k, numbers.Integral) and k >= m:
+            raise ValueError(f"n_components={k} must be strictly less than min(n_samples, n_features)={m} with "
+                             f"svd_solver='arpack' (scikit-learn's rule; 'randomized' takes {m}).")  # fmt: skip
+
+    def _arpack_width(self, n: int, p: int) -> Any:
+        """scikit-learn's ``n_components=None`` with ``arpack``: ``min(n, p) - 1``; else ``n_components``."""
+        return min(n, p) - 1 if self.n_components is None and self.svd_solver == "arpack" else self.n_components
+
+    def _least_passes(self) -> int:
+        return self.n_iter if isinstance(self.iterated_power, str) else int(self.iterated_power)
 
     # -- fitting ------------------------------------------------------------
     def fit(self, X: Any, y: Any = None) -> PCA:
@@ -315,11 +310,7 @@ class PCA(BigdrEstimator):
         sparse = is_sparse_input(X)
         Xd = as_sparse_array(X) if sparse else as_array(X, check_finite=False)
         n, p = Xd.shape
-        if isinstance(self.n_components, numbers.Integral) and self.n_components > min(n, p):
-            raise ValueError(
-                f"n_components={self.n_components} must be at most min(n_samples, n_features) = {min(n, p)} "
-                f"for X of shape {Xd.shape}."
-            )
+        self._check_width(n, p)
         solver = self._choose_solver(n, p, sparse)
         self._check_memory(Xd)
         self.seed_ = resolve_seed(self.random_state)
@@ -329,8 +320,8 @@ class PCA(BigdrEstimator):
         self._reset_drift()
         for attr in self._persist_private:
             self.__dict__.pop(attr, None)
-        if solver in _MERGEABLE:
-            block_fn, merge, _ = _MERGEABLE[solver]
+        if solver in MERGEABLE:
+            block_fn, merge, _ = MERGEABLE[solver]
             block_fn = sparse_scatter_moments if sparse else block_fn
             (state,) = compute(tree_reduce(Xd, block_fn, merge, with_offset=True))
             self._store_state(solver, state, Xd.dtype)
@@ -349,27 +340,15 @@ class PCA(BigdrEstimator):
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
         n, p = Xd.shape
-        sparse = hasattr(Xd._meta, "tocsr")
-        solver = self._choose_solver(n, p, sparse)
-        # A read block, its centred copy for transform and the output in flight per thread.
-        parts = {"stream": streaming(chunk_bytes_of(Xd), STREAM_COPIES)}
-        if solver in ("covariance", "samples"):
-            parts["states"] = Part(merged_bytes(p, p, sparse), "scatter matrices being merged", "svd_solver")
-        if solver == "tsqr":
-            parts["states"] = Part(merged_bytes(p, p) + 2 * chunk_bytes_of(Xd), "R factors and QR scratch", "")
-        if solver == "samples":
-            parts["gram"] = Part(3 * n * n * 8, "the n x n Gram matrix and its eigensolver", "svd_solver", "gram")
-        if solver == "randomized":  # no p x p matrix: the p x (k + oversamples) products merged over row blocks
-            width = int(self.n_components if isinstance(self.n_components, numbers.Integral) else 0)
-            w = width + self.n_oversamples
-            parts["sketch"] = Part(merged_bytes(p, w), "randomized sketches", "n_components")
-            iterations = max(self.max_iter, self.n_iter) if self.tol else self.n_iter
-            parts["krylov"] = Part(krylov_bytes(p, w, iterations), "the Krylov basis and its products", "max_iter")
-        return parts
+        solver = self._choose_solver(n, p, sparse=hasattr(Xd._meta, "tocsr"))
+        passes = max(self.max_iter, self._least_passes()) if self.tol else self._least_passes()
+        k = self._arpack_width(n, p)
+        return solver_memory(solver, Xd, min(n, p) if k is None else k, self.n_oversamples, passes)
 
     def _fit_randomized(self, Xd: da.Array) -> None:
         n, p = Xd.shape
-        k = self.n_components
+        k = self._arpack_width(n, p)
+        k = min(n, p) if k is None else k
         if not isinstance(k, numbers.Integral):
             raise ValueError(f"svd_solver='randomized' needs an int n_components (got {k!r}): it computes only the "
                              f"leading components; use svd_solver='covariance' for a fraction or 'mp'.")  # fmt: skip
@@ -377,9 +356,10 @@ class PCA(BigdrEstimator):
         self.n_components_rule_ = int(k)
         tol = float(self.tol) or None
         scale = feature_scale(col.scatter, n) if self.scale else None
+        passes = self._least_passes()
         eig = randomized_scatter_eig(
-            Xd, col.mean, k, self.n_oversamples, self.n_iter, self.seed_,
-            tol=tol, max_iter=max(self.max_iter, self.n_iter), criterion="angle", scale=scale,
+            Xd, col.mean, int(k), self.n_oversamples, passes, self.seed_,
+            tol=tol, max_iter=max(self.max_iter, passes), criterion="angle", scale=scale,
         )  # fmt: skip
         total = col.scatter.sum() if scale is None else (col.scatter / scale**2).sum()
         self._set_fitted(eig.values, eig.vectors, n, col.mean, total, Xd.dtype, k, scale)
@@ -398,17 +378,17 @@ class PCA(BigdrEstimator):
     def partial_fit(self, X: Any, y: Any = None) -> PCA:
         """Merge the batch ``X`` into the model (covariance or tsqr state; exact)."""
         self._check_params()
-        solver = "covariance" if self.svd_solver == "auto" else self.svd_solver
+        solver = "covariance" if self.svd_solver == "auto" else route(self.svd_solver)
         sparse = is_sparse_input(X)
         if sparse and solver != "covariance":
             raise ValueError(f"partial_fit on sparse rows merges the covariance; svd_solver={solver!r} cannot.")
         Xd = as_sparse_array(X, min_rows=1) if sparse else as_array(X, min_rows=1, check_finite=solver != "covariance")
-        if solver not in _MERGEABLE:
+        if solver not in MERGEABLE:
             raise ValueError(
                 f"partial_fit needs a mergeable solver ('covariance' or 'tsqr'); svd_solver={self.svd_solver!r}."
             )
         self._check_memory(Xd)
-        block_fn, merge, _ = _MERGEABLE[solver]
+        block_fn, merge, _ = MERGEABLE[solver]
         block_fn = sparse_scatter_moments if sparse else block_fn
         fitted = hasattr(self, "n_samples_seen_")
         if fitted:
@@ -455,7 +435,7 @@ class PCA(BigdrEstimator):
                 else QRState(n, state.mean, state.R / scale)
             )
         with step(f"eigendecomposition of the {p:,} x {p:,} covariance", long=p >= LONG_EIGH):
-            eig: Eigenpairs = _MERGEABLE[kind][2](state)
+            eig: Eigenpairs = MERGEABLE[kind][2](state)
         m = min(n, p)
         evals = eig.values[:m]
         scatter = state.scatter if isinstance(state, Moments) else state.R.T @ state.R
@@ -503,6 +483,19 @@ class PCA(BigdrEstimator):
         self.noise_variance_ = float(max(noise, 0.0))
 
     # -- using the model ------------------------------------------------------
+    def _latent_model(self) -> tuple[np.ndarray, np.ndarray]:
+        """Probabilistic PCA (Tipping & Bishop 1999): ``W = diag(sqrt(l_j - sigma^2)) V``, ``Psi = sigma^2 I``.
+
+        In the scaled space for ``scale=True``; ``D W`` and ``D^2 sigma^2`` in the data's own.
+        """
+        var = np.asarray(self.explained_variance_, dtype=np.float64)
+        W = np.sqrt(np.maximum(var - self.noise_variance_, 0.0))[:, None] * self.components_.astype(np.float64)
+        scale = np.asarray(getattr(self, "scale_", np.ones(W.shape[1])), dtype=np.float64)
+        return W * scale, self.noise_variance_ * scale**2
+
+    def _score_rows(self, X: Any) -> da.Array:
+        return self._check_input(X, "X", self.n_features_in_)
+
     def _check_input(self, X: Any, name: str, width: int) -> da.Array:
         Xd = as_sparse_array(X, name=name, min_rows=1) if is_sparse_input(X) else as_array(X, name=name, min_rows=1)
         check_n_features(Xd.shape[1], width, "PCA", name)

@@ -63,7 +63,9 @@ def index_sets(method: str, rows: np.ndarray, ind: np.ndarray) -> np.ndarray:
 
 def _factor_block(X: np.ndarray, ind: np.ndarray, start: int, stop: int, options: dict) -> sp.csr_matrix:
     rows = np.arange(start, stop)
-    F = local_factors(options["method"], X[rows], X[ind[rows]], options["d"], options["reg"], options["eta"])
+    F = local_factors(
+        options["method"], X[rows], X[ind[rows]], options["d"], options["reg"], options["eta"], options["tol"]
+    )
     return factor_matrix(F, index_sets(options["method"], rows, ind[rows]), len(X))
 
 
@@ -82,10 +84,19 @@ def modified_eta(X: np.ndarray, ind: np.ndarray, n_components: int) -> float:
 
 
 def factors(
-    X: np.ndarray, ind: np.ndarray, method: str, n_components: int, reg: float, eta: float | None = None
+    X: np.ndarray,
+    ind: np.ndarray,
+    method: str,
+    n_components: int,
+    reg: float,
+    eta: float | None = None,
+    tol: float | None = None,
 ) -> sp.csr_matrix:
-    """``C`` of all rows of ``X`` (in memory) with neighbour lists ``ind`` (n x k, self excluded), blockwise."""
-    options = {"method": method, "d": n_components, "reg": reg, "eta": eta}
+    """``C`` of all rows of ``X`` (in memory) with neighbour lists ``ind`` (n x k, self excluded), blockwise.
+
+    ``tol``: the variant's tolerance (:func:`bigdr.core.local_linear.local_factors`).
+    """
+    options = {"method": method, "d": n_components, "reg": reg, "eta": eta, "tol": tol}
     Xk, ik = shared(X), shared(ind)
     parts = [
         dask.delayed(_factor_block)(Xk, ik, s, min(s + FACTOR_ROWS, len(X)), options)
@@ -139,8 +150,10 @@ class LandmarkFrame:
         metric: str,
         neighbor_method: str,
         seed: Any,
+        tol: float | None = None,
     ) -> None:
         self.sample = np.ascontiguousarray(sample, dtype=np.float64)
+        self.tol = tol
         self.index = NeighborIndex(metric, neighbor_method, seed).fit(self.sample)
         self.landmarks = landmarks
         self.Z_sample = landmarks.matrix(self.sample)
@@ -192,7 +205,7 @@ def stats_block(block: np.ndarray, frame: LandmarkFrame) -> LandmarkStats:
 def _stats_piece(rows: np.ndarray, frame: LandmarkFrame) -> LandmarkStats:
     b = len(rows)
     ind = frame.neighbours(rows)
-    F = local_factors(frame.method, rows, frame.sample[ind], frame.d, frame.reg, frame.eta)
+    F = local_factors(frame.method, rows, frame.sample[ind], frame.d, frame.reg, frame.eta, getattr(frame, "tol", None))
     # Columns: the piece's own rows first, then the sample's.
     J = index_sets(frame.method, np.arange(b), ind + b)
     C = factor_matrix(F, J, b + len(frame.sample))

@@ -305,6 +305,69 @@ def check_method(method: Any) -> str:
     return str(method)
 
 
+#: scikit-learn's ``neighbors_algorithm`` -> bigdr's search ("auto": bigdr's ``neighbor_method`` decides).
+#: A ball tree and a k-d tree find the same exact neighbours; bigdr's exact tree is the k-d tree.
+SKLEARN_ALGORITHMS = {"auto": None, "brute": "brute", "kd_tree": "kdtree", "ball_tree": "kdtree"}
+#: ``metric="minkowski"`` with these ``p`` is one of bigdr's metrics.
+MINKOWSKI = {1.0: "manhattan", 2.0: "euclidean", float("inf"): "chebyshev"}
+
+
+def neighbor_search(neighbor_method: Any, neighbors_algorithm: Any = "auto") -> str:
+    """The search from bigdr's ``neighbor_method`` and scikit-learn's ``neighbors_algorithm``.
+
+    scikit-learn's name decides unless it is ``"auto"``; both given and different is an error.
+    """
+    if neighbors_algorithm not in SKLEARN_ALGORITHMS:
+        raise ValueError(
+            f"neighbors_algorithm must be one of {', '.join(map(repr, SKLEARN_ALGORITHMS))}; "
+            f"got {neighbors_algorithm!r}."
+        )
+    chosen = SKLEARN_ALGORITHMS[neighbors_algorithm]
+    if chosen is None:
+        return check_method(neighbor_method)
+    if neighbor_method not in ("auto", chosen):
+        raise ValueError(
+            f"neighbors_algorithm={neighbors_algorithm!r} (scikit-learn's name) asks for {chosen!r} but "
+            f"neighbor_method={neighbor_method!r}; give one of them."
+        )
+    return chosen
+
+
+def minkowski_metric(metric: Any, p: Any = 2, metric_params: Any = None) -> Any:
+    """bigdr's metric for scikit-learn's ``metric``, ``p`` and ``metric_params``.
+
+    ``"minkowski"`` with ``p`` 1, 2 or infinity is ``manhattan``, ``euclidean``
+    or ``chebyshev``; ``metric_params`` may only give that ``p``. Other metrics
+    ignore ``p``, as scikit-learn's do.
+    """
+    params = dict(metric_params or {})
+    if set(params) - {"p"}:
+        raise ValueError(f"metric_params may only hold 'p' (for metric='minkowski'); got {sorted(params)}.")
+    p = params.get("p", p)
+    if metric != "minkowski":
+        return metric
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)) or float(p) not in MINKOWSKI:
+        raise ValueError(
+            f"metric='minkowski' takes p = 1, 2 or inf here (manhattan, euclidean, chebyshev); got p={p!r}. "
+            f"Give another metric by name."
+        )
+    return MINKOWSKI[float(p)]
+
+
+class SklearnSearch:
+    """A graph method's search from bigdr's names and scikit-learn's (``neighbors_algorithm``, ``p``,
+    ``metric_params``); a model saved before these existed reads as their defaults."""
+
+    neighbor_method: str
+    metric: str
+
+    def _search(self) -> str:
+        return neighbor_search(self.neighbor_method, getattr(self, "neighbors_algorithm", "auto"))
+
+    def _metric(self) -> str:
+        return minkowski_metric(self.metric, getattr(self, "p", 2), getattr(self, "metric_params", None))
+
+
 class NeighborIndex:
     """An index on reference rows, queried blockwise.
 

@@ -52,7 +52,7 @@ from ..core.triangulation import (
 from ..exceptions import DisconnectedGraphWarning
 from ..graph.incremental import relax_geodesics, reservoir, update_knn
 from ..graph.knn import knn_graph
-from ..graph.neighbors import NeighborIndex, nearest_other
+from ..graph.neighbors import NeighborIndex, SklearnSearch, nearest_other
 from ..graph.sparse import (
     check_graph_params,
     check_graph_size,
@@ -100,8 +100,12 @@ RADIUS_ATTACH = 32
 ON_DISCONNECTED = ("raise", "largest", "join")
 
 
-class Isomap(ExtensionEstimator):
+class Isomap(SklearnSearch, ExtensionEstimator):
     """Isomap embedding, exact or by landmarks, for data of any size.
+
+    ``transform`` places new rows blockwise: a row's geodesic to a landmark is the shortest way through one
+    of its nearest reference rows (``|x - s_j| + G(s_j, l)``, as scikit-learn's), then it is triangulated;
+    training rows come back at their fitted coordinates.
 
     Parameters
     ----------
@@ -149,6 +153,19 @@ class Isomap(ExtensionEstimator):
         outside it until the graph is connected.
     random_state : int or None
         Seed of the sample, the landmark draw and NN-descent (kept in ``seed_``).
+    eigen_solver, tol, max_iter : {"auto", "arpack", "dense"}, float, int or None
+        The landmarks' eigensolver (:func:`bigdr.core.eigen.top_eigh`); ``tol`` (0: machine precision) and
+        ``max_iter`` are ARPACK's.
+    path_method : {"auto", "FW", "D"}
+        scikit-learn's shortest-path algorithm: the geodesics are the same exact graph distances whichever is
+        named, computed by Dijkstra from the landmarks in parallel (Floyd-Warshall's n^3 does not scale).
+    neighbors_algorithm : {"auto", "brute", "kd_tree", "ball_tree"}
+        scikit-learn's name for the search (``ball_tree``: the k-d tree, same neighbours); ``"auto"``:
+        ``neighbor_method`` decides.
+    p, metric_params : float, dict or None
+        With ``metric="minkowski"``, ``p`` = 1, 2 or inf is ``manhattan``, ``euclidean`` or ``chebyshev``.
+    n_jobs : None or int
+        Accepted for scikit-learn's signature; dask's scheduler runs the work.
     graph_sample : "deprecated"
         The 0.1 name of ``max_samples``, accepted with a FutureWarning until 0.3.
 
@@ -214,10 +231,21 @@ class Isomap(ExtensionEstimator):
         neighbor_method: str = "auto",
         on_disconnected: str = "raise",
         random_state: int = 0,
+        eigen_solver: str = "auto",
+        tol: float = 0.0,
+        max_iter: int | None = None,
+        path_method: str = "auto",
+        neighbors_algorithm: str = "auto",
+        p: float = 2,
+        metric_params: dict | None = None,
+        n_jobs: int | None = None,
         *,
         graph_sample: Any = DEPRECATED,
     ) -> None:
         self.n_components = n_components
+        self.eigen_solver, self.tol, self.max_iter, self.path_method = eigen_solver, tol, max_iter, path_method
+        self.neighbors_algorithm, self.p, self.metric_params = neighbors_algorithm, p, metric_params
+        self.n_jobs = n_jobs
         self.n_neighbors = n_neighbors
         self.radius = radius
         self.landmarks = landmarks
@@ -238,10 +266,19 @@ class Isomap(ExtensionEstimator):
             check_real(self.radius, "radius", 0, low_open=True)
         check_choice(self.landmark_method, "landmark_method", ("random", "maxmin"))
         check_graph_params(
-            self.n_neighbors, self.metric, self.neighbor_method, self.on_disconnected, ON_DISCONNECTED,
+            self.n_neighbors, self._metric(), self._search(), self.on_disconnected, ON_DISCONNECTED,
             search="auto" if self.radius is None else "kdtree",
         )  # fmt: skip
+        check_choice(self.eigen_solver, "eigen_solver", ("auto", "arpack", "dense"))
+        check_choice(self.path_method, "path_method", ("auto", "FW", "D"))
+        check_real(self.tol, "tol", 0)
+        if self.max_iter is not None:
+            check_int(self.max_iter, "max_iter")
         self.seed_ = resolve_seed(self.random_state)
+
+    def _eigen(self) -> dict[str, Any]:  # models saved before 0.2 lack the parameters
+        return {"solver": getattr(self, "eigen_solver", "auto"), "tol": float(getattr(self, "tol", 0.0)),
+                "max_iter": getattr(self, "max_iter", None)}  # fmt: skip
 
     def _plan(self, n: int) -> tuple[str, int]:
         """The mode and the size of the reference set (before any landmark rows are added)."""
@@ -313,16 +350,16 @@ class Isomap(ExtensionEstimator):
             graph,
             self.on_disconnected,
             points=ref,
-            metric=self.metric,
+            metric=self._metric(),
             hint="n_neighbors" if self.radius is None else "radius",
             allowed=ON_DISCONNECTED,
             stacklevel=4,
         )
         landmarks = self._choose_landmarks(ref, eligible, mode, given)
         G = landmark_geodesics(graph, landmarks)
-        tri = geodesic_mds(G, landmarks, self.n_components, self.seed_)
+        tri = geodesic_mds(G, landmarks, self.n_components, self.seed_, **self._eigen())
 
-        index = self.__dict__.pop("_graph_index", None) or NeighborIndex(self.metric, self.neighbor_method).fit(ref)
+        index = self.__dict__.pop("_graph_index", None) or NeighborIndex(self._metric(), self._search()).fit(ref)
         self.mode_ = mode
         self.n_features_in_ = p
         self.reference_rows_ = ref
@@ -415,10 +452,10 @@ class Isomap(ExtensionEstimator):
     def _graph(self, ref: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray | None]:
         """The graph on ``ref`` and, for a kNN graph, its neighbour distances."""
         if self.radius is not None:
-            return radius_graph(ref, self.radius, self.metric), None
+            return radius_graph(ref, self.radius, self._metric()), None
         k = check_int(self.n_neighbors, "n_neighbors")
         check_graph_size(k, len(ref), "rows of the graph")
-        graph = knn_graph(ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_)
+        graph = knn_graph(ref, k, metric=self._metric(), method=self._search(), random_state=self.seed_)
         ind, dist = compute(graph.indices, graph.distances)
         self.graph_indices_, self.graph_distances_ = ind, dist  # the state partial_fit updates
         self._graph_index = graph.index  # attaches rows to ref when the back end built one
@@ -496,13 +533,13 @@ class Isomap(ExtensionEstimator):
         """Compute the updated graph, geodesics and triangulation, then set them all (nothing set on error)."""
         upd = update_knn(
             self.reference_rows_, self.graph_indices_, self.graph_distances_, keep, entering,
-            self.metric, self.neighbor_method,
+            self._metric(), self._search(),
         )  # fmt: skip
         graph, eligible, found = resolve_components(
             csr_from_lists(upd.indices, upd.distances, "union", "distance"),
             self.on_disconnected,
             points=upd.rows,
-            metric=self.metric,
+            metric=self._metric(),
             allowed=ON_DISCONNECTED,
             stacklevel=4,
         )
@@ -510,7 +547,7 @@ class Isomap(ExtensionEstimator):
         old_G = self.geodesics_[keep]
         G = np.vstack([old_G, np.full((len(entering), old_G.shape[1]), np.inf, dtype=old_G.dtype)])
         relax_geodesics(graph, G, upd.changed)
-        tri = geodesic_mds(G, landmarks, self.n_components, self.seed_)
+        tri = geodesic_mds(G, landmarks, self.n_components, self.seed_, **self._eigen())
         rng = np.random.default_rng([self.seed_, LANDMARK_STREAM, 3])
         kept = np.flatnonzero(keep)
         sample = np.sort(rng.choice(len(kept), size=min(ALIGN_ROWS, len(kept)), replace=False))
@@ -535,22 +572,12 @@ class Isomap(ExtensionEstimator):
     def _make_extension(self) -> GeodesicExtension:
         """A loaded model: rebuild the index from the stored reference rows."""
         tri = Triangulation(self.triangulation_, self.landmark_sq_mean_, None)
-        index = NeighborIndex(self.metric, self.neighbor_method).fit(self.reference_rows_)
+        index = NeighborIndex(self._metric(), self._search()).fit(self.reference_rows_)
         return GeodesicExtension(index, self.geodesics_, tri, self._attach_k(len(self.reference_rows_)), self.radius)
 
     def _attach_k(self, n_ref: int) -> int:
         """Reference rows a new row is attached through."""
         return min(RADIUS_ATTACH if self.radius is not None else int(self.n_neighbors or 1), n_ref)
-
-    def transform(self, X: Any) -> np.ndarray | da.Array:
-        """Embed new rows without refitting, blockwise.
-
-        Each row's geodesic distance to a landmark is the shortest way through
-        one of its nearest reference rows (``|x - s_j| + G(s_j, l)``, as
-        scikit-learn's ``Isomap.transform``), then it is triangulated. Rows of
-        the training set come back at their fitted coordinates.
-        """
-        return super().transform(X)
 
     def summary(self) -> dict[str, Any]:
         return {

@@ -70,6 +70,7 @@ from ..graph.barycentric import (
     modified_eta,
 )
 from ..graph.knn import knn_graph
+from ..graph.neighbors import SklearnSearch
 from ..graph.sparse import check_graph_params, check_graph_size, csr_from_lists, resolve_components
 from ..io import as_array, from_numpy
 from ..runtime.compute import compute
@@ -117,7 +118,7 @@ class BarycentricMap(Extension):
         return self.reference.index.query_block(rows, 1)[1][:, 0].astype(np.float64)
 
 
-class LocallyLinearEmbedding(ExtensionEstimator):
+class LocallyLinearEmbedding(SklearnSearch, ExtensionEstimator):
     """Locally linear embedding (standard, modified, Hessian, LTSA) of data of any size.
 
     Parameters
@@ -161,6 +162,21 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         independent (the package's policy, :func:`bigdr.graph.sparse.resolve_components`).
     random_state : int
         Seed of the landmark and reference draws, the eigensolver's start and NN-descent.
+    tol, max_iter : float, int
+        scikit-learn's tolerance and most iterations of ARPACK
+        (``eigen_solver="arpack"``, shift-invert Lanczos); the other solvers
+        keep their own rules.
+    hessian_tol : float
+        ``hessian``: a row's weight column summing below this is left unnormalised.
+    modified_tol : float
+        ``modified``: a reflection vector shorter than this is dropped.
+    neighbors_algorithm : {"auto", "brute", "kd_tree", "ball_tree"}
+        scikit-learn's name for the neighbour search: ``brute`` and
+        ``kd_tree`` are bigdr's ``"brute"`` and ``"kdtree"``, ``ball_tree``
+        the k-d tree (the same exact neighbours); ``"auto"`` leaves the choice
+        to ``neighbor_method``.
+    n_jobs : None or int
+        Accepted for scikit-learn's signature; the parallelism is dask's scheduler's.
     reference_size : "deprecated"
         The 0.1 name of ``max_samples``, accepted with a FutureWarning until 0.3.
 
@@ -197,10 +213,22 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         neighbor_method: str = "auto",
         on_disconnected: str = "warn",
         random_state: int = 0,
+        tol: float = 1e-6,
+        max_iter: int = 100,
+        hessian_tol: float = 1e-4,
+        modified_tol: float = 1e-12,
+        neighbors_algorithm: str = "auto",
+        n_jobs: int | None = None,
         *,
         reference_size: Any = DEPRECATED,
     ) -> None:
         self.n_components = n_components
+        self.tol = tol
+        self.max_iter = max_iter
+        self.hessian_tol = hessian_tol
+        self.modified_tol = modified_tol
+        self.neighbors_algorithm = neighbors_algorithm
+        self.n_jobs = n_jobs
         self.n_neighbors = n_neighbors
         self.method = method
         self.reg = reg
@@ -215,10 +243,18 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         self.reference_size = reference_size
 
     # -- checks -------------------------------------------------------------------------
+    def _variant_tol(self) -> float | None:
+        """scikit-learn's tolerance of the local model (models saved before 0.2 lack the parameters)."""
+        name = {"hessian": "hessian_tol", "modified": "modified_tol"}.get(self.method)
+        return None if name is None else getattr(self, name, None)
+
     def _check_params(self, n: int) -> str:
         check_int(self.n_components, "n_components")
-        check_graph_params(self.n_neighbors, self.metric, self.neighbor_method, self.on_disconnected, ON_DISCONNECTED)
+        check_graph_params(self.n_neighbors, self.metric, self._search(), self.on_disconnected, ON_DISCONNECTED)
         check_graph_size(self.n_neighbors, n)
+        for name in ("tol", "hessian_tol", "modified_tol"):
+            check_real(getattr(self, name), name, 0)
+        check_int(self.max_iter, "max_iter")
         check_choice(self.method, "method", VARIANTS)
         check_real(self.reg, "reg", 0, low_open=True)
         check_choice(self.eigen_solver, "eigen_solver", SOLVERS)
@@ -300,7 +336,7 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         if k >= n or d >= n - 1:
             raise ValueError(f"{n} rows are too few for n_neighbors={k} and n_components={d}.")
         ind, dist = knn_graph(
-            ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_
+            ref, k, metric=self.metric, method=self._search(), random_state=self.seed_
         ).compute()  # the graph's index on all rows is not kept: transform builds its own when asked
         _, _, self.n_graph_components_ = resolve_components(
             csr_from_lists(ind, dist, "union", "connectivity"), self.on_disconnected, hint="n_neighbors",
@@ -309,7 +345,7 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         threshold = empirical_threshold(dist[:, 0])
         del dist
         self.eta_ = modified_eta(ref, ind, d) if method == "modified" else None
-        C = factors(ref, ind, method, d, float(self.reg), self.eta_)
+        C = factors(ref, ind, method, d, float(self.reg), self.eta_, self._variant_tol())
         solver = self.eigen_solver
         if solver == "auto":
             solver = "dense" if n <= DENSE_MAX else "lu"
@@ -326,7 +362,8 @@ class LocallyLinearEmbedding(ExtensionEstimator):
             values, vectors = eig.values, eig.vectors
         else:
             name = {"arpack": "shift-invert"}.get(solver, solver)
-            eig = smallest_eigh(cost_matrix(C), d + 1, name, self.seed_, known=ones)
+            eig = smallest_eigh(cost_matrix(C), d + 1, name, self.seed_, known=ones, arpack_tol=float(self.tol),
+                                arpack_maxiter=int(self.max_iter))  # fmt: skip
             values, vectors = eig.values[1:], flip_signs(eig.vectors[:, 1:])
         if not used.all():
             full = np.zeros((n, d))
@@ -365,10 +402,10 @@ class LocallyLinearEmbedding(ExtensionEstimator):
             k_l = int(self.landmark_neighbors or self.n_neighbors)
             k_l = min(k_l, len(self.landmark_rows_))
             seed = self.seed_
-            bary = Barycentric(self.landmark_rows_, k_l, float(self.reg), self.metric, self.neighbor_method, seed)
+            bary = Barycentric(self.landmark_rows_, k_l, float(self.reg), self.metric, self._search(), seed)
             frame = self._frame = LandmarkFrame(
                 self.sample_rows_, bary, int(self.n_neighbors), self.method, int(self.n_components),
-                float(self.reg), self.metric, self.neighbor_method, seed,
+                float(self.reg), self.metric, self._search(), seed, self._variant_tol(),
             )  # fmt: skip
         return frame
 
@@ -389,7 +426,7 @@ class LocallyLinearEmbedding(ExtensionEstimator):
         if self.mode_ == "landmarks":
             return BarycentricMap(self._landmark_frame().landmarks, self.reference_embedding_, snap=False)
         bary = Barycentric(
-            self.reference_rows_, int(self.n_neighbors), float(self.reg), self.metric, self.neighbor_method, self.seed_
+            self.reference_rows_, int(self.n_neighbors), float(self.reg), self.metric, self._search(), self.seed_
         )
         return BarycentricMap(bary, self.reference_embedding_, snap=True)
 

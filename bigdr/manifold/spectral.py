@@ -201,19 +201,35 @@ class _SpectralBase(ExtensionEstimator):
 
         ``warm``: the previous eigenvectors (``phi``, n_ref x d) as LOBPCG's start (``partial_fit``).
         """
-        d = self.n_components
         aff = affinity(ind, dist, self.kernel_, self.epsilon_, self._self_loops)
+        embedding = self._embed_graph(aff.W, warm, self.n_neighbors_, self.intrinsic_dimension_)
+        self.neighbor_radius_ = aff.radius
+        self.local_scales_ = aff.scales
+        self.max_degree_ = aff.max_degree
+        self.graph_indices_, self.graph_distances_ = ind, dist.astype(np.float32)
+        W = aff.W.tocsr()
+        W.sort_indices()
+        self.affinity_data_, self.affinity_indices_, self.affinity_indptr_ = W.data, W.indices, W.indptr
+        self._ext = None
+        return embedding
+
+    def _embed_graph(self, W: Any, warm: np.ndarray | None, degree: float, dimension: float) -> np.ndarray:
+        """Operator and eigenpairs of the affinity ``W`` (fitted attributes set); the rows' embedding.
+
+        ``degree`` and ``dimension`` (neighbours per row, intrinsic dimension) choose the ``"auto"`` solver.
+        """
+        d = self.n_components
         _, _, self.n_graph_components_ = resolve_components(
-            aff.W, self.on_disconnected, hint="n_neighbors (or epsilon)", allowed=ON_DISCONNECTED, stacklevel=5
+            W, self.on_disconnected, hint="n_neighbors (or epsilon)", allowed=ON_DISCONNECTED, stacklevel=6
         )
-        op = symmetric_operator(aff.W, self.operator_, self.alpha_)
+        op = symmetric_operator(W, self.operator_, self.alpha_)
         L, q = op.L, op.q
         initial = None
         if warm is not None:
             initial = np.column_stack([np.ones(len(warm)), warm * (np.sqrt(op.d)[:, None] if op.d is not None else 1)])
-        solver = self.eigen_solver
+        solver = "auto" if self.eigen_solver is None else self.eigen_solver  # None: scikit-learn's "auto"
         if solver == "auto" and warm is None:  # a warm start is LOBPCG's (partial_fit)
-            solver = graph_solver(L.shape[0], self.n_neighbors_, self.intrinsic_dimension_)
+            solver = graph_solver(L.shape[0], int(degree), dimension)
         self.eigen_solver_ = solver
         eig = smallest_eigh(L, d + 1, solver, self.seed_, op.null_vector, initial=initial, **self._eigen_tol())
         mu, U = eig.values, eig.vectors
@@ -224,26 +240,18 @@ class _SpectralBase(ExtensionEstimator):
                 f"{self.n_unit_eigenvalues_} eigenvalues of the Markov matrix equal 1 (the kernel graph "
                 f"is disconnected); the leading coordinates indicate components, not geometry.",
                 DisconnectedGraphWarning,
-                stacklevel=4,
+                stacklevel=5,
             )
         phi = U if op.d is None else U / np.sqrt(op.d)[:, None]
         phi = flip_signs(phi[:, 1:])
         mu = mu[1:]
         scale = self._scale(mu)
-        d_root = np.sqrt(op.d) if op.d is not None else np.ones(len(ind))
+        d_root = np.sqrt(op.d) if op.d is not None else np.ones(L.shape[0])
         # transform depends on fitted values only, never on parameters changed after fit
         self.scale_ = scale
         self.eigenvectors_ = phi
         self.laplacian_eigenvalues_ = mu
-        self.neighbor_radius_ = aff.radius
-        self.local_scales_ = aff.scales
         self.degrees_ = q
-        self.max_degree_ = aff.max_degree
-        self.graph_indices_, self.graph_distances_ = ind, dist.astype(np.float32)
-        W = aff.W.tocsr()
-        W.sort_indices()
-        self.affinity_data_, self.affinity_indices_, self.affinity_indptr_ = W.data, W.indices, W.indptr
-        self._ext = None
         return (phi * d_root[:, None] if self.operator_ == "symmetric" else phi) * scale
 
     def partial_fit(self, X: Any, y: Any = None):
@@ -265,7 +273,10 @@ class _SpectralBase(ExtensionEstimator):
         if not self.__sklearn_is_fitted__():
             return self.fit(X)
         if not hasattr(self, "graph_indices_") or self.mode_ == "partitioned":
-            raise ValueError("This model has no graph to update (fitted with partitions, or by bigdr < 0.2); refit it.")
+            raise ValueError(
+                "This model has no graph to update (fitted with partitions or a whole affinity, or by bigdr < 0.2); "
+                "refit it."
+            )
         Xd = as_array(X, name="X", min_rows=1)
         check_n_features(Xd.shape[1], self.n_features_in_, type(self).__name__)
         n_b, start = Xd.shape[0], self.n_samples_seen_
@@ -365,7 +376,7 @@ class _SpectralBase(ExtensionEstimator):
         return sp.csr_matrix((self.affinity_data_, self.affinity_indices_, self.affinity_indptr_), shape=(n, n))
 
     def _graph_rows(self) -> int:
-        return self.n_samples_seen_ if self.mode_ == "partitioned" else len(self.reference_rows_)
+        return self.n_samples_seen_ if self.mode_ in ("partitioned", "affinity") else len(self.reference_rows_)
 
     def summary(self) -> dict[str, Any]:
         return {

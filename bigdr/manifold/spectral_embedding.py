@@ -14,6 +14,8 @@ import numpy as np
 
 from .._validation import check_real
 from ..graph.affinity import WEIGHTINGS
+from ..graph.given import GIVEN, laplacian_graph, whole_affinity
+from ..io import from_numpy
 from .spectral import _SpectralBase
 
 #: The tightest ``eigen_tol`` LOBPCG is asked for (scikit-learn's 0 means machine precision).
@@ -27,13 +29,22 @@ class SpectralEmbedding(_SpectralBase):
     ----------
     n_components : int
         Coordinates of the embedding (the trivial constant vector dropped).
-    affinity : {"nearest_neighbors", "gaussian", "rbf"}
+    affinity : {"nearest_neighbors", "gaussian", "rbf", "precomputed", "precomputed_nearest_neighbors"} or callable
         ``nearest_neighbors``: 0/1 kNN adjacency symmetrised as ``(A + A^T)/2``
-        (scikit-learn's). ``gaussian``: the kNN-truncated heat kernel.
-        ``rbf`` (scikit-learn's name) is ``gaussian``: scikit-learn's ``rbf``
-        affinity is the dense n x n kernel, here it is truncated to the kNN
-        graph so that it scales (the truncated weights are below ``e^-2``
-        of the nearest with ``epsilon="auto"``).
+        (scikit-learn's). ``gaussian``: the heat kernel truncated to the kNN
+        graph, which scales to any number of rows (the truncated weights are
+        below ``e^-2`` of the nearest with ``epsilon="auto"``). The others are
+        scikit-learn's and hold a whole n x n affinity in memory (the memory
+        check refuses what does not fit): ``rbf``, the dense kernel
+        ``exp(-gamma |x - y|^2)``; ``precomputed``, ``X`` is the affinity
+        (dense or sparse); ``precomputed_nearest_neighbors``, ``X`` is a
+        sparse distance graph of which the ``n_neighbors`` smallest stored
+        entries of each row are kept (a stored diagonal counts, as in
+        scikit-learn) and joined as ``nearest_neighbors``; a callable,
+        ``affinity(X)`` returns the affinity. These fit all rows and have no
+        ``transform`` (scikit-learn's has none either). A stored diagonal is
+        kept in ``affinity_matrix_`` and ignored by the Laplacian, as in
+        scikit-learn; an asymmetric affinity is symmetrised with a warning.
     n_neighbors : int
         Other rows per row. scikit-learn's ``n_neighbors`` counts the row
         itself: its ``n_neighbors=k`` is this ``k - 1``.
@@ -44,10 +55,11 @@ class SpectralEmbedding(_SpectralBase):
     epsilon : "auto" or float
         Kernel scale of the ``gaussian`` affinity.
     gamma : None or float
-        scikit-learn's scale of the Gaussian affinity, ``exp(-gamma |x - y|^2)``:
-        when given, ``epsilon = 1 / sqrt(2 gamma)``. None: ``epsilon`` decides
-        (scikit-learn's None, ``1 / n_features``, ignores the data's scale; the
-        ``"auto"`` rule follows the neighbour distances).
+        The scale of the Gaussian affinity, ``exp(-gamma |x - y|^2)``. With
+        ``rbf``: None is ``1 / n_features`` (scikit-learn's). With
+        ``gaussian``: when given, ``epsilon = 1 / sqrt(2 gamma)``; None:
+        ``epsilon`` decides (the ``"auto"`` rule follows the neighbour
+        distances).
     eigen_tol : "auto" or float
         Tolerance of the iterative eigensolvers (LOBPCG, AMG-LOBPCG); ``"auto"``:
         1e-6; 0 (scikit-learn's "machine precision") and anything below 1e-12
@@ -59,8 +71,8 @@ class SpectralEmbedding(_SpectralBase):
         None: all rows form the graph (held in this process); an int: that many
         landmarks, the rest placed by the Nystrom extension; ``"auto"``: all rows
         up to a size, landmarks above (as in :class:`DiffusionMap`).
-    eigen_solver : {"auto", "dense", "arpack", "lobpcg", "amg"}
-        As in :class:`DiffusionMap`.
+    eigen_solver : {"auto", "dense", "arpack", "lobpcg", "amg"} or None
+        As in :class:`DiffusionMap`; None (scikit-learn's default) is ``"auto"``.
     metric : str
         Distance of the neighbour search (:func:`bigdr.knn_graph`).
     neighbor_method : {"auto", "kdtree", "brute", "faiss", "nndescent"}
@@ -76,6 +88,9 @@ class SpectralEmbedding(_SpectralBase):
     Attributes
     ----------
     eigenvalues_ : (n_components,) the Laplacian's eigenvalues, ascending (trivial 0 dropped)
+    affinity_matrix_ : ndarray or sparse matrix
+        The affinity of the graph rows: scikit-learn's dense or sparse matrix
+        for its affinities, the kNN kernel (sparse) for the others.
     embedding_, eigenvectors_, epsilon_, mode_, intrinsic_dimension_ : as in :class:`DiffusionMap`
 
     References
@@ -129,6 +144,57 @@ class SpectralEmbedding(_SpectralBase):
         self.eigen_tol = eigen_tol
         self.n_jobs = n_jobs
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self.affinity in GIVEN  # cross-validation slices the affinity [train][:, train]
+        return tags
+
+    def _fit(self, X: Any) -> Any:
+        if callable(self.affinity) or self.affinity in (*GIVEN, "rbf"):
+            return self._fit_affinity(X)
+        self.__dict__.pop("affinity_matrix_", None)  # from an earlier fit with a whole affinity
+        return super()._fit(X)
+
+    def _fit_affinity(self, X: Any) -> Any:
+        """Laplacian eigenmaps of a whole n x n affinity (scikit-learn's affinities), held in memory."""
+        self._check_common()
+        W, dtype = whole_affinity(X, self.affinity, self.gamma, int(self.n_neighbors), type(self).__name__)
+        n = W.shape[0]
+        if self.n_components >= n:
+            raise ValueError(f"n_components={self.n_components} must be less than the number of rows ({n}).")
+        for name in ("reference_rows_", "graph_indices_", "graph_distances_", "affinity_data_"):
+            self.__dict__.pop(name, None)  # from an earlier fit with a kNN affinity
+        self.__dict__["affinity_matrix_"] = W  # scikit-learn's attribute, kept as given
+        graph = laplacian_graph(W)
+        self.n_neighbors_, self.alpha_, self.kernel_, self.operator_ = self.n_neighbors, 0.0, "given", self._kind
+        self.intrinsic_dimension_ = float("nan")
+        self.epsilon_ = 1.0 / np.sqrt(2.0 / X.shape[1] if self.gamma is None else 2.0 * self.gamma) if (
+            self.affinity == "rbf") else float("nan")  # fmt: skip
+        embedding = self._embed_graph(graph, None, graph.nnz / n, float("nan")).astype(dtype)
+        self.mode_, self.n_samples_seen_ = "affinity", n
+        self.n_features_in_ = int(X.shape[1])
+        self._ext = None
+        self.embedding_ = embedding
+        return from_numpy(embedding, (n,))
+
+    def _make_extension(self) -> Any:
+        if self.mode_ == "affinity":
+            raise ValueError(
+                f"SpectralEmbedding(affinity={self.affinity!r}) embeds the rows of its affinity matrix and "
+                f"places no new rows (scikit-learn's has no transform). Use fit_transform, or affinity="
+                f"'nearest_neighbors' or 'gaussian', whose Nystrom extension places new rows."
+            )
+        return super()._make_extension()
+
+    @property
+    def affinity_matrix_(self) -> Any:
+        """The affinity of the graph rows (see Attributes)."""
+        if "affinity_matrix_" in self.__dict__:
+            return self.__dict__["affinity_matrix_"]
+        if "affinity_data_" not in self.__dict__:
+            raise AttributeError("affinity_matrix_ (fit first; a partitioned fit keeps no whole affinity)")
+        return self._kernel_matrix()
+
     def _epsilon(self, distances: np.ndarray) -> float:
         if self.gamma is None:
             return super()._epsilon(distances)
@@ -145,10 +211,11 @@ class SpectralEmbedding(_SpectralBase):
     def _kernel(self) -> str:  # type: ignore[override]  # a class attribute in DiffusionMap
         if self.affinity == "nearest_neighbors":
             return "connectivity"
-        if self.affinity == "rbf":
-            return "gaussian"
         if self.affinity not in WEIGHTINGS:
-            raise ValueError(f"affinity must be 'nearest_neighbors', 'gaussian' or 'rbf'; got {self.affinity!r}.")
+            raise ValueError(
+                f"affinity must be 'nearest_neighbors', 'gaussian', 'rbf', 'precomputed', "
+                f"'precomputed_nearest_neighbors' or a callable; got {self.affinity!r}."
+            )
         return self.affinity
 
     @property
