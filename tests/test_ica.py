@@ -154,3 +154,16 @@ def test_scikit_learns_whiten_solvers_callable_contrast_and_unwhitened_input(mix
     small = bigdr.FastICA(4, random_state=0, max_iter=500).fit(full_rank.astype(np.float32))
     assert small.components_.dtype == small.mixing_.dtype == small.mean_.dtype == np.float32
     assert small.transform(full_rank.astype(np.float32)).dtype == np.float32
+
+
+def test_an_int_seed_starts_where_scikit_learn_starts_and_a_bad_callable_is_refused(mixed):
+    X, _ = mixed
+    full_rank = X[:, :4] + 0.1 * np.random.default_rng(5).standard_normal((len(X), 4))
+    ours = bigdr.FastICA(4, random_state=7, max_iter=500).fit(full_rank)
+    ref = SkICA(4, random_state=7, max_iter=500).fit(full_rank)
+    np.testing.assert_allclose(ours.transform(full_rank), ref.transform(full_rank), atol=1e-7)
+    with pytest.raises(ValueError, match="must return a tuple"):
+        bigdr.FastICA(4, fun=np.tanh).fit(full_rank)
+    low = np.random.default_rng(1).standard_normal((10, 2)) @ np.random.default_rng(2).standard_normal((2, 10))
+    with pytest.warns(UserWarning, match="small singular values"):
+        assert np.isfinite(bigdr.FastICA(whiten_solver="eigh", random_state=0, max_iter=5).fit(low).mixing_).all()

@@ -423,3 +423,16 @@ def test_scikit_learns_solver_names_and_power_iteration_parameters():
         import scipy.sparse as sp
 
         PCA(3, svd_solver="full").fit(sp.random(100, 8, density=0.5, format="csr", random_state=0))
+
+
+def test_whitened_model_and_rank_deficient_whitening_follow_scikit_learn():
+    """whiten=True: scikit-learn's covariance model and scores, and finite output on rank-deficient data."""
+    rng = np.random.default_rng(6)
+    X = correlated(rng, 400, 6)
+    ours, ref = PCA(3, whiten=True).fit(X), SkPCA(3, whiten=True).fit(X)
+    np.testing.assert_allclose(ours.get_covariance(), ref.get_covariance(), rtol=1e-9, atol=1e-12)
+    assert ours.score(X) == pytest.approx(ref.score(X), rel=1e-10)
+    assert ours.n_samples_ == 400
+    low = rng.standard_normal((100, 5)) @ rng.standard_normal((5, 30))
+    Y = PCA(None, whiten=True, svd_solver="covariance").fit_transform(low)
+    assert np.isfinite(Y).all()

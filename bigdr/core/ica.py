@@ -88,8 +88,16 @@ def ica_sums(
     """
     z = (np.asarray(block, dtype=np.float64) - mean) @ white.T
     if callable(fun):
-        g, g_mean = fun((z @ W.T).T, **(fun_args or {}))
-        return ICASums(len(z), np.asarray(g, dtype=np.float64) @ z, np.asarray(g_mean, dtype=np.float64) * len(z))
+        u = (z @ W.T).T
+        out = fun(u, **(fun_args or {}))
+        pair = isinstance(out, tuple) and len(out) == 2
+        g, g_mean = (np.asarray(out[0]), np.asarray(out[1])) if pair else (np.empty(0), np.empty(0))
+        if g.shape != u.shape or g_mean.shape != (u.shape[0],):
+            raise ValueError(
+                "A callable fun must return a tuple (g(u), mean of g'(u) over the rows), of shapes "
+                f"{u.shape} and ({u.shape[0]},), as scikit-learn's FastICA asks; got {type(out).__name__}."
+            )
+        return ICASums(len(z), g.astype(np.float64) @ z, g_mean.astype(np.float64) * len(z))
     gu, gpu = contrast(fun, z @ W.T, alpha)
     return ICASums(len(z), gu.T @ z, gpu.sum(axis=0))
 

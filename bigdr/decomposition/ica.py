@@ -19,7 +19,7 @@ import dask.array as da
 import numpy as np
 import scipy.linalg
 
-from .._random import as_generator, resolve_seed
+from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
 from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
 from ..blockwise.reduce import merged_bytes, tree_reduce
@@ -93,7 +93,8 @@ class FastICA(BigdrEstimator):
     tol : float
         Stop when ``max_i ||<w_i, w_i'>| - 1|`` falls below this (the unmixing vectors stop turning).
     w_init : array (n_components, n_components) or None
-        Initial unmixing matrix (default: standard normal from ``random_state``).
+        Initial unmixing matrix (default: standard normal from ``random_state``, drawn as
+        scikit-learn draws it, so the same int seed starts both at the same matrix).
     sample_size : int or None
         Iterate first on a uniform sample of this many rows held in memory,
         then finish with passes over all rows from where it stopped.
@@ -234,7 +235,8 @@ class FastICA(BigdrEstimator):
             else:
                 assert isinstance(state, Moments)
                 var = np.einsum("ij,jk,ik->i", components, state.scatter, components)
-            components = components / np.sqrt(var / n)[:, None]
+            # a source in the data's null space has no variance: kept finite, as scikit-learn's std division is
+            components = components / np.sqrt(np.maximum(var, np.finfo(np.float64).tiny) / n)[:, None]
         self.components_ = components.astype(dtype)
         self.mixing_ = scipy.linalg.pinv(components).astype(dtype)
         self.mean_ = mean.astype(dtype)
@@ -265,8 +267,8 @@ class FastICA(BigdrEstimator):
         return state, K
 
     def _initial(self, k: int) -> np.ndarray:
-        if self.w_init is None:
-            return as_generator(self.seed_).normal(size=(k, k))
+        if self.w_init is None:  # drawn as scikit-learn draws it, so an int random_state starts both alike
+            return np.random.RandomState(self.seed_ % 2**32).normal(size=(k, k))
         W0 = np.asarray(self.w_init, dtype=np.float64)
         if W0.shape != (k, k):
             raise ValueError(f"w_init has shape {W0.shape}; it must be (n_components, n_components) = {(k, k)}.")

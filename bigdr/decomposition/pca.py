@@ -490,8 +490,12 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         """
         var = np.asarray(self.explained_variance_, dtype=np.float64)
         W = np.sqrt(np.maximum(var - self.noise_variance_, 0.0))[:, None] * self.components_.astype(np.float64)
+        if self.whiten:  # scikit-learn's model of whitened PCA: components scaled by sqrt(explained_variance_)
+            W = W * np.sqrt(var)[:, None]
         scale = np.asarray(getattr(self, "scale_", np.ones(W.shape[1])), dtype=np.float64)
         return W * scale, self.noise_variance_ * scale**2
+
+    n_samples_ = property(lambda self: self.n_samples_seen_, doc="scikit-learn's name for ``n_samples_seen_``.")
 
     def _score_rows(self, X: Any) -> da.Array:
         return self._check_input(X, "X", self.n_features_in_)
@@ -526,8 +530,12 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         else:
             Y = (Xd - self.mean_.astype(dtype)) @ W.T.astype(dtype)
         if self.whiten:
-            Y = Y / np.sqrt(self.explained_variance_).astype(dtype)
+            Y = Y / self._whitening_scale().astype(dtype)
         return Y
+
+    def _whitening_scale(self) -> np.ndarray:  # floored at epsilon, as scikit-learn: rank-deficient data stay finite
+        var = np.asarray(self.explained_variance_)
+        return np.maximum(np.sqrt(var.astype(np.float64)), np.finfo(var.dtype).eps)
 
     def _projection(self) -> np.ndarray:
         """``components_ / scale_``: what multiplies ``x - mean_`` (models saved before ``scale`` have no scale_)."""
@@ -552,7 +560,7 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
             Xd,
             mean=self.mean_,
             components=self.components_,
-            variances=self.explained_variance_,
+            variances=self._whitening_scale() ** 2 if self.whiten else self.explained_variance_,
             whiten=self.whiten,
             residual=name == "reconstruction error",
             scale=np.asarray(getattr(self, "scale_", np.ones(self.n_features_in_)), dtype=np.float64),
@@ -571,7 +579,7 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         Yd = self._check_input(Y, "Y", self.n_components_)
         dtype = Yd.dtype
         if self.whiten:
-            Yd = Yd * np.sqrt(self.explained_variance_).astype(dtype)
+            Yd = Yd * self._whitening_scale().astype(dtype)
         X = Yd @ (self.components_ * getattr(self, "scale_", 1.0)).astype(dtype) + self.mean_.astype(dtype)
         return compute(X)[0] if wants_numpy(Y) else X
 
