@@ -367,6 +367,45 @@ def scanpy_1m(spec: dict) -> dict:
     return {"read_seconds": read, "seconds": time.perf_counter() - t0, "peak_rss_mib": ru_maxrss_mib()}
 
 
+def atlas_scanpy_dask(limit: float = 1800.0) -> tuple[dict, str]:
+    """scanpy's dask path on the 1M file (``sc.pp.pca`` on lazy CSR chunks), stopped after ``limit`` seconds.
+
+    Run as a plain child so that its exit status and peak RSS are known even when the kernel kills it.
+    """
+    import os
+    import resource
+    import subprocess
+
+    spec = {"task": "scanpy-dask", "path": str(path_of("cells-1M")), "k": 50, "threads": 2, "out": ""}
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, str(SCRIPT), "child", json.dumps(spec)], capture_output=True,
+                              text=True, env={**os.environ, **ONE_BLAS}, timeout=limit)  # fmt: skip
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        code = None
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20  # GiB (ru_maxrss is KiB on Linux)
+    if code == 0:
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        result = f"{out['seconds']:.0f} s, peak RSS {out['peak_rss_mib'] / 1024:.2f} GiB"
+    elif code is None:
+        out = {"failed": f"stopped after {limit:.0f} s", "seconds": seconds, "peak_rss_gib": peak}
+        result = f"not finished after {limit / 60:.0f} minutes (stopped), peak RSS {peak:.1f} GiB"
+    else:
+        how = "killed by signal 9 (the kernel's out-of-memory killer)" if code == -9 else f"exit status {code}"
+        out = {"failed": how, "seconds": seconds, "peak_rss_gib": peak, "stderr": proc.stderr[-800:]}
+        result = f"{how} after {seconds:.0f} s at a peak RSS of {peak:.1f} GiB, with the machine's 23.5 GiB in use"
+    print("scanpy-dask", out, flush=True)
+    md = (
+        "## scanpy's dask path on `cells-1M.h5ad`\n\n"
+        "`sc.pp.pca(adata, n_comps=50)` on `anndata.experimental.read_elem_lazy` CSR chunks (scanpy 1.11: the "
+        "20,000 x 20,000 covariance by `covariance_eigh`, then its eigendecomposition), 2 dask threads, BLAS on "
+        f"one thread per thread: {result}.\n"
+    )
+    return out, md
+
+
 def atlas(rounds: int, quick: bool = False) -> tuple[dict, str]:
     """1M x 20,000 from the .h5ad on disk: bigdr's passes against the floor, scanpy's two paths, a 2-worker cluster."""
     import tempfile
@@ -644,6 +683,7 @@ def main() -> None:
         {
             "subset": lambda: subset(args.rounds),
             "atlas": lambda: atlas(1, args.quick),
+            "atlas-scanpy-dask": atlas_scanpy_dask,
             "lsa": lambda: lsa(1),
             "newcomer": lambda: newcomer(1),
         },

@@ -22,7 +22,7 @@ import scipy.linalg
 from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
 from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
-from ..blockwise.reduce import merged_bytes, tree_reduce
+from ..blockwise.reduce import tree_reduce
 from ..blockwise.sampling import uniform_sample
 from ..core.ica import (
     FUNCTIONS,
@@ -40,7 +40,7 @@ from ..exceptions import ConvergenceWarning
 from ..io import as_array
 from ..runtime.compute import compute
 from ..runtime.memory import Part, streaming
-from ._pca_solvers import MERGEABLE
+from ._pca_solvers import MERGEABLE, solver_memory
 
 ALGORITHMS = ("parallel", "deflation")
 WHITEN = ("unit-variance", "arbitrary-variance", False)
@@ -171,10 +171,9 @@ class FastICA(BigdrEstimator):
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
         p = Xd.shape[1]
-        parts = {
-            "stream": streaming(chunk_bytes_of(Xd), 3),
-            "states": Part(merged_bytes(p, p), "scatter matrices being merged", ""),
-        }
+        parts = {"stream": streaming(chunk_bytes_of(Xd), 3)}
+        if self.whiten is not False:  # the whitening pass's state, as PCA's solver of the same name holds it
+            parts["states"] = solver_memory(WHITEN_ROUTES[self.whiten_solver], Xd, None, 0, 0)["states"]
         if self.sample_size is not None:
             parts["sample"] = Part(3 * int(self.sample_size) * p * 8, "the sample and its whitened copy", "sample_size")
         return parts
