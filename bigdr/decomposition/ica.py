@@ -37,13 +37,13 @@ from ..core.ica import (
 )
 from ..core.stats import Moments, QRState
 from ..exceptions import ConvergenceWarning
-from ..io import as_array
+from ..io import as_array, with_finite_check
 from ..runtime.compute import compute
 from ..runtime.memory import Part, streaming
 from ._pca_solvers import MERGEABLE, solver_memory
 
 ALGORITHMS = ("parallel", "deflation")
-WHITEN = ("unit-variance", "arbitrary-variance", False)
+WHITEN = ("unit-variance", "arbitrary-variance")
 #: whiten_solver -> PCA's one-pass state it reads: the scatter (eigh) or the R factor of the centred rows (svd).
 WHITEN_ROUTES = {"eigh": "covariance", "svd": "tsqr"}
 
@@ -158,7 +158,7 @@ class FastICA(BigdrEstimator):
         check_choice(self.algorithm, "algorithm", ALGORITHMS)
         if not callable(self.fun):
             check_choice(self.fun, "fun", FUNCTIONS)
-        if not (self.whiten is False or (isinstance(self.whiten, str) and self.whiten in WHITEN)):
+        if not (self.whiten is False or self.whiten in WHITEN):
             raise ValueError(f"whiten must be 'unit-variance', 'arbitrary-variance' or False; got {self.whiten!r}.")
         check_choice(self.whiten_solver, "whiten_solver", tuple(WHITEN_ROUTES))
         check_int(self.max_iter, "max_iter")
@@ -194,7 +194,7 @@ class FastICA(BigdrEstimator):
         dtype = Xd.dtype if Xd.dtype in (np.float32, np.float64) else np.dtype(np.float64)
         if self.whiten is False:  # the rows are white already: z = x
             state, K, white, mean = None, np.eye(p), np.eye(p), np.zeros(p)
-            Xd = as_array(X)  # the fixed-point passes read the data unchanged; NaN/Inf named there
+            Xd = with_finite_check(Xd)  # the fixed-point passes read the data unchanged; NaN/Inf named there
         else:
             state, K = self._whitening(Xd, k)
             white, mean = np.sqrt(n) * K, state.mean

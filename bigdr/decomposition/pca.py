@@ -289,16 +289,21 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
     def _check_width(self, n: int, p: int) -> None:
         """An int ``n_components`` against the data's shape, in scikit-learn's words."""
         k, m, name = self.n_components, min(n, p), self.svd_solver
-        if isinstance(k, numbers.Integral) and not 1 <= k <= m:
+        if not isinstance(k, numbers.Integral):
+            return
+        if not 1 <= k <= m:
             raise ValueError(f"n_components={k} must be between 1 and min(n_samples, n_features)={m} with "
                              f"svd_solver={name!r} (X has shape ({n}, {p})).")  # fmt: skip
-        if name == "arpack" and isinstance(k, numbers.Integral) and k >= m:
+        if name == "arpack" and k >= m:
             raise ValueError(f"n_components={k} must be strictly less than min(n_samples, n_features)={m} with "
                              f"svd_solver='arpack' (scikit-learn's rule; 'randomized' takes {m}).")  # fmt: skip
 
-    def _arpack_width(self, n: int, p: int) -> Any:
-        """scikit-learn's ``n_components=None`` with ``arpack``: ``min(n, p) - 1``; else ``n_components``."""
-        return min(n, p) - 1 if self.n_components is None and self.svd_solver == "arpack" else self.n_components
+    def _leading(self, n: int, p: int) -> Any:
+        """The components a leading-only solver computes: ``n_components``, or for None ``min(n, p)`` (``- 1``
+        with ``arpack``, as in scikit-learn)."""
+        if self.n_components is not None:
+            return self.n_components
+        return min(n, p) - (self.svd_solver == "arpack")
 
     def _least_passes(self) -> int:
         return self.n_iter if isinstance(self.iterated_power, str) else int(self.iterated_power)
@@ -342,13 +347,11 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         n, p = Xd.shape
         solver = self._choose_solver(n, p, sparse=hasattr(Xd._meta, "tocsr"))
         passes = max(self.max_iter, self._least_passes()) if self.tol else self._least_passes()
-        k = self._arpack_width(n, p)
-        return solver_memory(solver, Xd, min(n, p) if k is None else k, self.n_oversamples, passes)
+        return solver_memory(solver, Xd, self._leading(n, p), self.n_oversamples, passes)
 
     def _fit_randomized(self, Xd: da.Array) -> None:
         n, p = Xd.shape
-        k = self._arpack_width(n, p)
-        k = min(n, p) if k is None else k
+        k = self._leading(n, p)
         if not isinstance(k, numbers.Integral):
             raise ValueError(f"svd_solver='randomized' needs an int n_components (got {k!r}): it computes only the "
                              f"leading components; use svd_solver='covariance' for a fraction or 'mp'.")  # fmt: skip

@@ -55,15 +55,14 @@ def whole_affinity(X: Any, affinity: Any, gamma: float | None, n_neighbors: int,
     dtype = np.dtype(np.float32) if M.dtype == np.float32 else np.dtype(np.float64)
     if M.dtype.kind not in "fiub":
         raise TypeError(f"{who} needs numeric X; got dtype {M.dtype}.")
+    if not callable(affinity) and not np.all(np.isfinite(M.data if sp.issparse(M) else M)):
+        raise ValueError(f"X holds NaN or infinity; affinity={affinity!r} needs finite values.")
     if affinity in GIVEN:
         if M.shape[0] != M.shape[1]:
             raise ValueError(
                 f"affinity={affinity!r} takes X as the square n x n matrix; got shape {M.shape}. Pass "
                 f"the data itself with affinity='nearest_neighbors', 'gaussian' or 'rbf'."
             )
-        values = M.data if sp.issparse(M) else M
-        if not np.all(np.isfinite(values)):
-            raise ValueError(f"X holds NaN or infinity; affinity={affinity!r} needs finite values.")
         if affinity == "precomputed":
             return M, dtype
         return nearest_connectivity(M, n_neighbors), dtype
@@ -74,10 +73,12 @@ def whole_affinity(X: Any, affinity: Any, gamma: float | None, n_neighbors: int,
         return W, dtype
     from sklearn.metrics.pairwise import rbf_kernel  # scikit-learn's kernel, the definition users compare with
 
-    if not np.all(np.isfinite(M.data if sp.issparse(M) else M)):
-        raise ValueError("X holds NaN or infinity; remove or impute them first.")
-    g = 1.0 / M.shape[1] if gamma is None else float(gamma)
-    return rbf_kernel(M.astype(dtype), gamma=g), dtype
+    return rbf_kernel(M.astype(dtype), gamma=rbf_gamma(gamma, M.shape[1])), dtype
+
+
+def rbf_gamma(gamma: float | None, n_features: int) -> float:
+    """scikit-learn's ``gamma`` of the rbf affinity: None is ``1 / n_features``."""
+    return 1.0 / n_features if gamma is None else float(gamma)
 
 
 def nearest_connectivity(D: Any, k: int) -> sp.csr_matrix:

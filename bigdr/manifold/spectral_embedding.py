@@ -14,7 +14,7 @@ import numpy as np
 
 from .._validation import check_real
 from ..graph.affinity import WEIGHTINGS
-from ..graph.given import GIVEN, laplacian_graph, whole_affinity
+from ..graph.given import GIVEN, laplacian_graph, rbf_gamma, whole_affinity
 from ..io import from_numpy
 from .spectral import _SpectralBase
 
@@ -168,8 +168,9 @@ class SpectralEmbedding(_SpectralBase):
         graph = laplacian_graph(W)
         self.n_neighbors_, self.alpha_, self.kernel_, self.operator_ = self.n_neighbors, 0.0, "given", self._kind
         self.intrinsic_dimension_ = float("nan")
-        self.epsilon_ = 1.0 / np.sqrt(2.0 / X.shape[1] if self.gamma is None else 2.0 * self.gamma) if (
-            self.affinity == "rbf") else float("nan")  # fmt: skip
+        # exp(-gamma d^2) is the Gaussian of scale epsilon = 1 / sqrt(2 gamma); the other affinities have none
+        rbf = self.affinity == "rbf"
+        self.epsilon_ = 1.0 / np.sqrt(2.0 * rbf_gamma(self.gamma, X.shape[1])) if rbf else float("nan")
         embedding = self._embed_graph(graph, None, graph.nnz / n, float("nan")).astype(dtype)
         self.mode_, self.n_samples_seen_ = "affinity", n
         self.n_features_in_ = int(X.shape[1])
