@@ -388,7 +388,18 @@ def test_update_refuses_bad_rows_and_foreign_stores_changing_nothing(rolls, tmp_
 def test_kernel_pca_through_the_cli(spiked_store, tmp_path, capsys):
     out, model = tmp_path / "k.zarr", tmp_path / "k-model"
     argv = ["fit-transform", str(spiked_store), str(out), "--dataset", "X", "--method", "kernel-pca", "-k", "3"]
-    options = ["--approximation", "fourier", "--n-fourier", "300", "--gamma", "0.05", "--save-model", str(model)]
+    options = [
+        "--kernel",
+        "rbf",
+        "--approximation",
+        "fourier",
+        "--n-fourier",
+        "300",
+        "--gamma",
+        "0.05",
+        "--save-model",
+        str(model),
+    ]
     assert main(argv + options) == 0
     assert "KernelPCA (fourier, rbf)" in capsys.readouterr().out
     emb = zarr.open(str(out), mode="r")

@@ -211,7 +211,7 @@ def test_dask_ml_incremental_drives_partial_fit(name, data):
     """dask_ml.wrappers.Incremental feeds the blocks to partial_fit; the merged model is the one-pass fit."""
     from dask_ml.wrappers import Incremental
 
-    params = {"method": "fourier", "n_fourier": 200, "gamma": 0.5} if name == "KernelPCA" else {}
+    params = {"kernel": "rbf", "method": "fourier", "n_fourier": 200, "gamma": 0.5} if name == "KernelPCA" else {}
     Xd = da.from_array(data, chunks=(150, 5))
     # dask-ml's wrapper builds a scorer at fit; a transformer without score() needs one given.
     # The ridge equals a fit on the rows in the order seen (its query points are drawn by position).

@@ -65,18 +65,18 @@ def test_inverse_transform_equals_scikit_learn(data):
 
 
 def test_gamma_scale_is_one_over_p_times_the_variance(data):
-    model = bigdr.KernelPCA(2, method="fourier", n_fourier=50).fit(data)
+    model = bigdr.KernelPCA(2, kernel="rbf", gamma="scale", method="fourier", n_fourier=50).fit(data)
     assert model.gamma_ == pytest.approx(1 / (data.shape[1] * data.var()), rel=1e-12)
-    assert bigdr.KernelPCA(2, gamma="auto", method="exact").fit(data).gamma_ == 1 / data.shape[1]
+    assert bigdr.KernelPCA(2, kernel="rbf", gamma="auto", method="exact").fit(data).gamma_ == 1 / data.shape[1]
 
 
 @pytest.mark.parametrize("method, sizes", [("nystroem", (20, 100, 500)), ("fourier", (20, 200, 2000))])
 def test_approximations_approach_exact_as_they_grow(data, method, sizes):
-    exact = bigdr.KernelPCA(3, gamma=GAMMA, method="exact").fit(data).eigenvalues_
+    exact = bigdr.KernelPCA(3, kernel="rbf", gamma=GAMMA, method="exact").fit(data).eigenvalues_
     errors = []
     for size in sizes:  # the variance the 3 components capture, mean over three draws (one can be lucky)
         errors.append(np.mean([
-            abs(bigdr.KernelPCA(3, gamma=GAMMA, method=method, landmarks=size, n_fourier=size,
+            abs(bigdr.KernelPCA(3, kernel="rbf", gamma=GAMMA, method=method, landmarks=size, n_fourier=size,
                                 random_state=seed).fit(data).eigenvalues_.sum() / exact.sum() - 1)
             for seed in range(3)
         ]))  # fmt: skip
@@ -85,7 +85,7 @@ def test_approximations_approach_exact_as_they_grow(data, method, sizes):
 
 @pytest.mark.parametrize("method", ["nystroem", "fourier"])
 def test_transform_of_training_rows_reproduces_the_embedding(data, method, tmp_path):
-    model = bigdr.KernelPCA(3, gamma=GAMMA, method=method, landmarks=300, n_fourier=500)
+    model = bigdr.KernelPCA(3, kernel="rbf", gamma=GAMMA, method=method, landmarks=300, n_fourier=500)
     Y = model.fit_transform(da.from_array(data, chunks=250))
     assert isinstance(Y, da.Array)
     np.testing.assert_allclose(model.transform(data), Y.compute(), atol=1e-12)
@@ -96,9 +96,11 @@ def test_transform_of_training_rows_reproduces_the_embedding(data, method, tmp_p
 @settings(max_examples=8, deadline=None)
 @given(chunk=st.integers(37, 1200), cut=st.integers(3, 1199))
 def test_fourier_is_the_same_for_any_chunking_and_batches(data, chunk, cut):
-    whole = bigdr.KernelPCA(3, gamma=GAMMA, method="fourier", n_fourier=200).fit(data)
-    chunked = bigdr.KernelPCA(3, gamma=GAMMA, method="fourier", n_fourier=200).fit(da.from_array(data, chunks=chunk))
-    batches = bigdr.KernelPCA(3, gamma=GAMMA, method="fourier", n_fourier=200).fit(data[:cut])
+    whole = bigdr.KernelPCA(3, kernel="rbf", gamma=GAMMA, method="fourier", n_fourier=200).fit(data)
+    chunked = bigdr.KernelPCA(3, kernel="rbf", gamma=GAMMA, method="fourier", n_fourier=200).fit(
+        da.from_array(data, chunks=chunk)
+    )
+    batches = bigdr.KernelPCA(3, kernel="rbf", gamma=GAMMA, method="fourier", n_fourier=200).fit(data[:cut])
     batches.partial_fit(data[cut:])
     for other in (chunked, batches):
         np.testing.assert_allclose(other.eigenvalues_, whole.eigenvalues_, rtol=1e-10)
@@ -107,7 +109,7 @@ def test_fourier_is_the_same_for_any_chunking_and_batches(data, chunk, cut):
 
 
 def test_nystroem_partial_fit_merges_rows_exactly(data):
-    model = bigdr.KernelPCA(2, gamma=GAMMA, method="nystroem", landmarks=200).fit(data[:600])
+    model = bigdr.KernelPCA(2, kernel="rbf", gamma=GAMMA, method="nystroem", landmarks=200).fit(data[:600])
     model.partial_fit(data[600:])
     F = model._feature_map().embed_block(data)
     centred = F - F.mean(axis=0)
@@ -118,9 +120,9 @@ def test_nystroem_partial_fit_merges_rows_exactly(data):
 def test_fourier_on_a_real_cluster(cluster_client, data, tmp_path):
     store = tmp_path / "x.zarr"
     bigdr.write_zarr(da.from_array(data, chunks=(200, 5)), store)
-    local = bigdr.KernelPCA(2, gamma=GAMMA, method="fourier", n_fourier=300).fit(data)
+    local = bigdr.KernelPCA(2, kernel="rbf", gamma=GAMMA, method="fourier", n_fourier=300).fit(data)
     with cluster_client.as_current(), dask.config.set(scheduler=cluster_client.get):
-        remote = bigdr.KernelPCA(2, gamma=GAMMA, method="fourier", n_fourier=300)
+        remote = bigdr.KernelPCA(2, kernel="rbf", gamma=GAMMA, method="fourier", n_fourier=300)
         Y = remote.fit_transform(str(store)).compute()
     np.testing.assert_allclose(remote.eigenvalues_, local.eigenvalues_, rtol=1e-10)
     np.testing.assert_allclose(Y, local.transform(data), atol=1e-10)
@@ -142,12 +144,12 @@ def test_fourier_on_a_real_cluster(cluster_client, data, tmp_path):
 )
 def test_bad_input_is_refused(data, params, X, match):
     with pytest.raises(ValueError, match=match):
-        bigdr.KernelPCA(2, **params).fit(data if X is None else X)
+        bigdr.KernelPCA(2, **{"kernel": "rbf", **params}).fit(data if X is None else X)
 
 
 def test_exact_partial_fit_solves_the_kept_and_new_rows(data):
-    model = bigdr.KernelPCA(2, gamma=GAMMA, method="exact").fit(data[:700]).partial_fit(data[700:])
-    whole = bigdr.KernelPCA(2, gamma=GAMMA, method="exact").fit(data)
+    model = bigdr.KernelPCA(2, kernel="rbf", gamma=GAMMA, method="exact").fit(data[:700]).partial_fit(data[700:])
+    whole = bigdr.KernelPCA(2, kernel="rbf", gamma=GAMMA, method="exact").fit(data)
     np.testing.assert_allclose(model.eigenvalues_, whole.eigenvalues_, rtol=1e-10)
     assert model.n_samples_seen_ == len(data)
 
@@ -171,7 +173,7 @@ def noisy_circle():
 def test_rbf_preimage_is_the_textbook_fixed_point(noisy_circle):
     X, _ = noisy_circle
     gamma = 2.0
-    model = bigdr.KernelPCA(4, gamma=gamma, method="exact").fit(X)
+    model = bigdr.KernelPCA(4, kernel="rbf", gamma=gamma, method="exact").fit(X)
     rows = np.arange(0, 300, 15)
     Z = model.preimage(model.transform(X[rows]))
     # Dense textbook formulas (Mika et al. 1998): kernel, centring, projection, fixed point.
@@ -196,8 +198,8 @@ def test_rbf_preimage_is_the_textbook_fixed_point(noisy_circle):
 
 def test_preimage_nystroem_with_every_landmark_equals_exact(noisy_circle):
     X, _ = noisy_circle
-    exact = bigdr.KernelPCA(3, gamma=2.0, method="exact").fit(X)
-    approx = bigdr.KernelPCA(3, gamma=2.0, method="nystroem", landmarks=len(X)).fit(X)
+    exact = bigdr.KernelPCA(3, kernel="rbf", gamma=2.0, method="exact").fit(X)
+    approx = bigdr.KernelPCA(3, kernel="rbf", gamma=2.0, method="nystroem", landmarks=len(X)).fit(X)
     Y = exact.transform(X[:30])
     Ya = _aligned(approx.transform(X[:30]), Y)
     np.testing.assert_allclose(Ya, Y, atol=1e-6)
@@ -227,7 +229,7 @@ def test_sklearn_meanings_of_none_callables_and_zero_eigenvalues():
     rng = np.random.default_rng(0)
     X = rng.random((12, 4))
     # gamma=None is 1/n_features, as in scikit-learn
-    assert bigdr.KernelPCA(2, gamma=None).fit(X).gamma_ == 0.25
+    assert bigdr.KernelPCA(2, kernel="rbf", gamma=None).fit(X).gamma_ == 0.25
 
     # a callable kernel of two rows, with its kernel_params
     def histogram(x, y, power):
@@ -273,3 +275,75 @@ def test_a_precomputed_kernel_is_cut_as_pairwise_in_cross_validation():
     pipe = Pipeline([("kpca", bigdr.KernelPCA(2, kernel="precomputed")), ("clf", Perceptron(max_iter=5))])
     search = GridSearchCV(pipe, {"clf__max_iter": [3, 5]}, cv=3).fit(rbf_kernel(X, gamma=2.0), y)
     assert search.best_score_ == 1
+
+
+def test_defaults_are_scikit_learns():
+    X = np.random.default_rng(5).random((60, 5))
+    model, ref = bigdr.KernelPCA(), SkKernelPCA()
+    assert (model.n_components, model.kernel, model.gamma) == (ref.n_components, ref.kernel, ref.gamma)
+    Y, Y_ref = model.fit_transform(X), ref.fit_transform(X)
+    assert Y.shape == Y_ref.shape == (60, 5)  # every nonzero component: rank 5
+    np.testing.assert_allclose(model.eigenvalues_, ref.eigenvalues_, rtol=1e-9)
+    np.testing.assert_allclose(_aligned(Y, Y_ref), Y_ref, atol=1e-9)
+
+
+@pytest.fixture(scope="module")
+def sparse_rows():
+    import scipy.sparse as sp
+
+    fit = sp.random(400, 60, density=0.08, format="csr", random_state=1, dtype=np.float64)
+    new = sp.random(30, 60, density=0.08, format="csr", random_state=2, dtype=np.float64)
+    return fit, new
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "poly", "sigmoid", "cosine"])
+def test_sparse_rows_give_scikit_learns_answer_without_densifying(sparse_rows, kernel, monkeypatch):
+    import scipy.sparse as sp
+
+    fit, new = sparse_rows
+    ref = SkKernelPCA(4, kernel=kernel, gamma=GAMMA, eigen_solver="dense").fit(fit)
+    model = bigdr.KernelPCA(4, kernel=kernel, gamma=GAMMA, method="exact")
+    dense = sp.csr_matrix.toarray
+    monkeypatch.setattr(sp.csr_matrix, "toarray", _refusing_rows(dense, fit.shape[1]))  # kernel blocks only
+    Y = model.fit_transform(fit)
+    assert sp.issparse(model.reference_rows_)
+    np.testing.assert_allclose(model.eigenvalues_, ref.eigenvalues_, rtol=1e-9)
+    np.testing.assert_allclose(_aligned(Y, ref.transform(fit)), ref.transform(fit), atol=1e-9)
+    np.testing.assert_allclose(_aligned(model.transform(new), ref.transform(new)), ref.transform(new), atol=1e-9)
+
+
+def _refusing_rows(toarray, width):
+    def checked(self, *args, **kwargs):
+        assert self.shape[1] != width, "rows were densified"
+        return toarray(self, *args, **kwargs)
+
+    return checked
+
+
+@pytest.mark.parametrize("method", ["nystroem", "fourier"])
+def test_sparse_approximations_equal_the_dense_ones(sparse_rows, method, tmp_path):
+    fit, new = sparse_rows
+    params = {"kernel": "rbf", "gamma": "scale", "method": method, "landmarks": 100, "n_fourier": 200}
+    sparse, dense = bigdr.KernelPCA(3, **params).fit(fit), bigdr.KernelPCA(3, **params).fit(fit.toarray())
+    assert sparse.gamma_ == pytest.approx(dense.gamma_, rel=1e-12)
+    np.testing.assert_allclose(sparse.eigenvalues_, dense.eigenvalues_, rtol=1e-9)
+    np.testing.assert_allclose(sparse.transform(new), dense.transform(new.toarray()), atol=1e-9)
+    sparse.save(tmp_path / "model")  # nystroem keeps its landmarks as CSR; they are saved as CSR
+    loaded = bigdr.load(tmp_path / "model")
+    np.testing.assert_array_equal(loaded.transform(new), sparse.transform(new))
+
+
+def test_sparse_anndata_file_and_updates(sparse_rows, tmp_path):
+    anndata = pytest.importorskip("anndata")
+    fit, new = sparse_rows
+    path = tmp_path / "cells.h5ad"
+    anndata.AnnData(X=fit.astype(np.float32)).write_h5ad(path)
+    from_file = bigdr.KernelPCA(3, kernel="rbf", gamma=GAMMA, method="exact").fit(str(path))
+    in_memory = bigdr.KernelPCA(3, kernel="rbf", gamma=GAMMA, method="exact").fit(fit.astype(np.float32))
+    np.testing.assert_allclose(from_file.eigenvalues_, in_memory.eigenvalues_, rtol=1e-9)
+    updated = bigdr.KernelPCA(3, kernel="rbf", gamma=GAMMA, method="exact").fit(fit[:300]).partial_fit(fit[300:])
+    np.testing.assert_allclose(updated.eigenvalues_, in_memory.eigenvalues_, rtol=1e-5)  # float32 file vs float64
+    with pytest.raises(TypeError, match="sparse"):
+        updated.partial_fit(new.toarray())
+    with pytest.raises(NotImplementedError, match="sparse"):
+        bigdr.KernelPCA(3, kernel="rbf", fit_inverse_transform=True).fit(fit)

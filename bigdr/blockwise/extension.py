@@ -19,7 +19,7 @@ import dask.array as da
 import numpy as np
 
 from .._validation import check_n_features
-from ..io import as_array
+from ..io import as_array, as_sparse_array, is_sparse_input
 
 #: Input chunk size of the extension passes. Placing a row costs far more
 #: than reading it (a neighbour query or m distances per row), so smaller
@@ -40,6 +40,9 @@ class Extension:
         gets at most one piece.
     """
 
+    #: Whether :meth:`embed_piece` takes scipy.sparse CSR rows (sparse input then stays sparse).
+    sparse_rows = False
+
     def __init__(self, width: int, piece_rows: int) -> None:
         self.width = int(width)
         self.piece_rows = max(1, int(piece_rows))
@@ -58,8 +61,8 @@ class Extension:
         return self.score_piece(rows)[1]
 
     def embed_block(self, block: np.ndarray, score: bool = False) -> np.ndarray:
-        out = np.empty((len(block), self.width + int(score)))
-        for s in range(0, len(block), self.piece_rows):
+        out = np.empty((block.shape[0], self.width + int(score)))
+        for s in range(0, block.shape[0], self.piece_rows):
             rows = block[s : s + self.piece_rows]
             if score:
                 piece, scores = self.score_piece(rows)
@@ -85,6 +88,10 @@ def _score_block(block: np.ndarray, extension: Extension) -> np.ndarray:
 
 def _extension_input(X: Any, extension: Extension, n_features: int, owner: str) -> da.Array:
     """``X`` as rows in chunks of at most one piece (see :func:`extend_blockwise`)."""
+    if extension.sparse_rows and is_sparse_input(X):
+        Xd = as_sparse_array(X, min_rows=1)  # CSR row blocks, one column chunk
+        check_n_features(Xd.shape[1], n_features, owner)
+        return Xd.rechunk({0: extension.piece_rows}) if max(Xd.chunks[0]) > extension.piece_rows else Xd
     Xd = as_array(X, name="X", min_rows=1, chunk_bytes=EXTEND_CHUNK_BYTES)
     check_n_features(Xd.shape[1], n_features, owner)
     if len(Xd.chunks[1]) != 1:

@@ -19,10 +19,11 @@ import functools
 from typing import Any, NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._random import LANDMARK_STREAM, block_rng, resolve_seed
 from .._validation import check_count
-from ..io import as_array
+from ..io import as_array, as_sparse_array, is_sparse_input
 from ..runtime.compute import compute
 from .reduce import tree_reduce
 
@@ -79,21 +80,34 @@ def _smallest(sample: _Sample, m: int) -> _Sample:
 
 
 def _sample_block(block: np.ndarray, start: int, m: int, seed: int) -> _Sample:
-    keys = row_keys(start, start + len(block), seed)
-    return _smallest(_Sample(keys, np.arange(start, start + len(block), dtype=np.int64), np.asarray(block)), m)
+    keys = row_keys(start, start + block.shape[0], seed)
+    rows = block if sp.issparse(block) else np.asarray(block)
+    return _smallest(_Sample(keys, np.arange(start, start + len(keys), dtype=np.int64), rows), m)
+
+
+def _stack(a: Any, b: Any) -> Any:
+    return sp.vstack([a, b], format="csr") if sp.issparse(a) else np.concatenate([a, b])
 
 
 def _merge_samples(a: _Sample, b: _Sample, m: int) -> _Sample:
     return _smallest(
-        _Sample(np.concatenate([a.keys, b.keys]), np.concatenate([a.index, b.index]), np.concatenate([a.rows, b.rows])),
+        _Sample(np.concatenate([a.keys, b.keys]), np.concatenate([a.index, b.index]), _stack(a.rows, b.rows)),
         m,
     )
 
 
-def uniform_sample(X: Any, size: int, random_state: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """``size`` rows drawn uniformly without replacement in one pass: (rows, indices)."""
+def uniform_sample(X: Any, size: int, random_state: int = 0, sparse: bool = False) -> tuple[Any, np.ndarray]:
+    """``size`` rows drawn uniformly without replacement in one pass: (rows, indices).
+
+    ``sparse``: sparse input (:func:`bigdr.io.is_sparse_input`) is read as CSR
+    blocks and the rows come back as one CSR matrix; otherwise it is refused
+    as by :func:`bigdr.io.as_array`.
+    """
     # Per row the pass holds a key, an index and the partition's scratch.
-    Xd = as_array(X, extra_row_bytes=32, chunk_bytes=SAMPLE_CHUNK_BYTES)
+    if sparse and is_sparse_input(X):
+        Xd = as_sparse_array(X, min_rows=1)
+    else:
+        Xd = as_array(X, extra_row_bytes=32, chunk_bytes=SAMPLE_CHUNK_BYTES)
     size = check_count(size, Xd.shape[0], "size")
     seed = resolve_seed(random_state)
     (s,) = compute(

@@ -55,6 +55,10 @@ def kernel_block(
     pair by scikit-learn's ``pairwise_kernels``, as scikit-learn's
     ``KernelPCA`` does (``params`` is its ``kernel_params``).
     """
+    import scipy.sparse as sp
+
+    if sp.issparse(A) or sp.issparse(B):
+        return _sparse_kernel_block(A, B, kernel, gamma, degree, coef0, params)
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
     if callable(kernel):
@@ -65,15 +69,54 @@ def kernel_block(
         return np.exp(-gamma * pairwise_distances(A, B, "sqeuclidean"))
     if kernel == "laplacian":
         return np.exp(-gamma * pairwise_distances(A, B, "manhattan"))
-    if kernel == "poly":
-        return (gamma * (A @ B.T) + coef0) ** degree
-    if kernel == "sigmoid":
-        return np.tanh(gamma * (A @ B.T) + coef0)
     if kernel == "cosine":
         return unit_rows(A) @ unit_rows(B).T
-    if kernel == "linear":
-        return A @ B.T
+    if kernel in ("poly", "sigmoid", "linear"):
+        return _of_inner(A @ B.T, kernel, gamma, degree, coef0)
     raise ValueError(f"kernel must be one of {KERNELS} or 'precomputed'; got {kernel!r}.")
+
+
+def _of_inner(G: np.ndarray, kernel: str, gamma: float, degree: float, coef0: float) -> np.ndarray:
+    """The kernels that are functions of the inner products ``G = A B^T``."""
+    if kernel == "poly":
+        return (gamma * G + coef0) ** degree
+    if kernel == "sigmoid":
+        return np.tanh(gamma * G + coef0)
+    return G
+
+
+def _sparse_kernel_block(
+    A: Any, B: Any, kernel: Any, gamma: float, degree: float, coef0: float, params: dict | None
+) -> np.ndarray:
+    """``kernel_block`` with a scipy.sparse side: rows stay sparse, only the (dense) kernel block is formed.
+
+    Inner products by the sparse product, squared distances from them and the
+    rows' squared norms; laplacian and callable kernels by scikit-learn's
+    sparse-aware pairwise functions.
+    """
+    import scipy.sparse as sp
+    from sklearn.metrics.pairwise import manhattan_distances, pairwise_kernels
+
+    def rows(M: Any) -> Any:
+        return sp.csr_matrix(M, dtype=np.float64) if sp.issparse(M) else np.asarray(M, dtype=np.float64)
+
+    A, B = rows(A), rows(B)
+    if callable(kernel):
+        return np.asarray(pairwise_kernels(A, B, metric=kernel, **(params or {})), dtype=np.float64)
+    if kernel == "laplacian":
+        return np.exp(-gamma * manhattan_distances(A, B))
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS} or 'precomputed'; got {kernel!r}.")
+    G = A @ B.T
+    G = np.asarray(G.toarray() if sp.issparse(G) else G, dtype=np.float64)
+    if kernel in ("rbf", "cosine"):
+        a = np.asarray(A.multiply(A).sum(axis=1) if sp.issparse(A) else np.einsum("ij,ij->i", A, A)).ravel()
+        b = np.asarray(B.multiply(B).sum(axis=1) if sp.issparse(B) else np.einsum("ij,ij->i", B, B)).ravel()
+        if kernel == "cosine":
+            a, b = np.sqrt(a), np.sqrt(b)
+            return G / np.where(a > 0, a, 1.0)[:, None] / np.where(b > 0, b, 1.0)[None, :]
+        return np.exp(-gamma * np.maximum(a[:, None] + b[None, :] - 2.0 * G, 0.0))
+    return _of_inner(G, kernel, gamma, degree, coef0)
 
 
 def psd_eigenvalues(values: np.ndarray) -> np.ndarray:
@@ -117,7 +160,10 @@ def fourier_weights(p: int, n_features: int, kernel: str, gamma: float, seed: in
 
 def fourier_features(block: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``sqrt(2 / D) cos(x W + b)`` for every row of ``block``."""
-    return np.sqrt(2.0 / W.shape[1]) * np.cos(np.asarray(block, dtype=np.float64) @ W + b)
+    import scipy.sparse as sp
+
+    rows = sp.csr_matrix(block, dtype=np.float64) if sp.issparse(block) else np.asarray(block, dtype=np.float64)
+    return np.sqrt(2.0 / W.shape[1]) * np.cos(np.asarray(rows @ W) + b)
 
 
 def rbf_preimage(

@@ -32,7 +32,10 @@ class KernelMap(Extension):
     ``exact``: the centred kernel rows against the training rows times
     ``coef`` (``a_j / sqrt(lambda_j)``). ``nystroem``/``fourier``: the
     features, or with ``components`` set, ``(phi(x) - mean) @ components``.
+    Rows may be CSR (:func:`~bigdr.core.kernels.kernel_block` takes them).
     """
+
+    sparse_rows = True
 
     def __init__(
         self, method: str, kernel: Any, gamma: float, degree: float, coef0: float, params: dict | None, **arrays: Any
@@ -54,7 +57,7 @@ class KernelMap(Extension):
 
     def _kernel(self, rows: np.ndarray, other: np.ndarray) -> np.ndarray:
         if self.kernel == "precomputed":
-            return np.asarray(rows, dtype=np.float64)
+            return rows.toarray() if hasattr(rows, "toarray") else np.array(rows, dtype=np.float64)
         return kernel_block(rows, other, self.kernel, self.gamma, self.degree, self.coef0, self.params)
 
     def features(self, rows: np.ndarray) -> np.ndarray:
@@ -82,7 +85,7 @@ def feature_moments(block: np.ndarray, first_row: int, features: KernelMap) -> M
     """
     w = features.width
     state = Moments(0, np.zeros(w), np.zeros((w, w)))
-    for s in range(0, len(block), features.piece_rows):
+    for s in range(0, block.shape[0], features.piece_rows):
         piece = moments_block(features.embed_piece(block[s : s + features.piece_rows]), first_row=first_row + s)
         state = merge_moments(state, piece)
     return state

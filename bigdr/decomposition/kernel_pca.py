@@ -30,6 +30,11 @@ its kernel row centred by the training means. ``eigenvalues_`` are the
 ``auto``
     ``exact`` up to 20,000 rows (and for precomputed kernels), else ``nystroem``.
 
+Sparse rows (scipy.sparse, dask arrays of CSR blocks, CSR stores, AnnData
+files) stay sparse: kernel blocks come from sparse inner products and row
+norms, the reference rows and landmarks are kept as CSR, and only the kernel
+blocks themselves (rows x reference rows) are dense.
+
 ``inverse_transform`` (``fit_inverse_transform=True``) learns the map from
 embedding back to rows by kernel ridge regression on the reference rows
 (all rows when exact, as scikit-learn; the landmarks, or a uniform sample of
@@ -59,18 +64,19 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import scipy.linalg
+import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
 from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
-from ..base import DEPRECATED, ExtensionEstimator, wants_numpy
+from ..base import DEPRECATED, ExtensionEstimator, chunk_bytes_of, wants_numpy
 from ..blockwise.extension import Extension
 from ..blockwise.reduce import tree_reduce
-from ..blockwise.sampling import select_landmarks
+from ..blockwise.sampling import uniform_sample
 from ..core.eigen import TOP_SOLVERS, scatter_eigh, top_eigh
 from ..core.kernels import KERNELS, SHIFT_INVARIANT, fourier_weights, kernel_block, psd_eigenvalues
 from ..core.stats import Moments, merge_moments, moments_block
-from ..io import as_array, from_numpy
+from ..io import as_array, as_sparse_array, from_numpy, is_sparse_input
 from ..runtime.compute import compute, shared
 from ..runtime.memory import Part, streaming
 from .kernel_maps import PIECE_ROWS, KernelMap, feature_state, preimage_block, ridge_block
@@ -82,8 +88,18 @@ EXACT_MAX = 20_000
 KERNEL_BLOCK_ROWS = 2_048
 
 
+def _rows(data: Any) -> Any:
+    """Rows in memory as float64: a CSR matrix for sparse data, else an array."""
+    return sp.csr_matrix(data, dtype=np.float64) if sp.issparse(data) else np.asarray(data, dtype=np.float64)
+
+
 def _column_moments(block: np.ndarray) -> Moments:
     return moments_block(block, diagonal=True)
+
+
+def _entry_sums(block: Any) -> np.ndarray:
+    data = block.data.astype(np.float64)
+    return np.array([data.sum(), data @ data])
 
 
 class KernelPCA(ExtensionEstimator):
@@ -92,22 +108,23 @@ class KernelPCA(ExtensionEstimator):
     Parameters
     ----------
     n_components : int or None
-        Components kept. None: all of them (every row when exact, every
-        feature otherwise), with the zero eigenvalues removed, as
-        scikit-learn's default; bigdr's default is 2, since all components of
-        an exact kernel of 20,000 rows is an eigendecomposition of 20,000 x
-        20,000.
-    kernel : {"rbf", "laplacian", "poly", "sigmoid", "cosine", "linear", "precomputed"} or callable
+        Components kept. None (scikit-learn's default): all of them (every row
+        when exact, every feature otherwise), with the zero eigenvalues
+        removed; all components of an exact kernel of 20,000 rows is an
+        eigendecomposition of 20,000 x 20,000, so give a number for large data.
+    kernel : {"linear", "rbf", "laplacian", "poly", "sigmoid", "cosine", "precomputed"} or callable
         The kernel; ``precomputed``: ``X`` is the kernel matrix itself (only
         its centred form must be symmetric, as the decomposition uses only
         that); a callable ``k(x, y, **kernel_params)`` of two rows, evaluated
         pair by pair by scikit-learn's ``pairwise_kernels`` (slow: for small
-        data), exact or nystroem only.
-    gamma : "scale", "auto", None or float > 0
-        Kernel coefficient of rbf, laplacian, poly and sigmoid. ``"scale"``:
-        ``1 / (p * Var X)`` with ``Var X`` the variance of all entries (one
-        pass before the kernel pass). ``"auto"`` or None: ``1 / p``
-        (scikit-learn's default ``gamma=None``).
+        data), exact or nystroem only. The default ``linear`` is
+        scikit-learn's; its kernel PCA is PCA, which :class:`bigdr.PCA` computes
+        in one pass at any size, so pass the kernel you mean (``rbf``, say).
+    gamma : None, "scale", "auto" or float > 0
+        Kernel coefficient of rbf, laplacian, poly and sigmoid. None or
+        ``"auto"`` (scikit-learn's default): ``1 / p``. ``"scale"``: ``1 / (p
+        * Var X)`` with ``Var X`` the variance of all entries (one pass before
+        the kernel pass), which does not depend on the data's units.
     degree, coef0 : float
         Of the poly and sigmoid kernels.
     kernel_params : dict or None
@@ -177,13 +194,14 @@ class KernelPCA(ExtensionEstimator):
     """
 
     _cli_flags = {"method": "approximation"}  # --method chooses the method
+    _accepts_sparse = True  # rows stay CSR: kernels from sparse products, landmarks sampled as CSR
     _renamed_params = {"n_landmarks": "landmarks"}
 
     def __init__(
         self,
-        n_components: int = 2,
-        kernel: str = "rbf",
-        gamma: Any = "scale",
+        n_components: int | None = None,
+        kernel: Any = "linear",
+        gamma: Any = None,
         degree: float = 3,
         coef0: float = 1.0,
         method: str = "auto",
@@ -272,12 +290,16 @@ class KernelPCA(ExtensionEstimator):
         if self.gamma is None or isinstance(self.gamma, str):
             if self.gamma in (None, "auto"):
                 return 1.0 / Xd.shape[1]
-            # Column moments merged over blocks (float64 sums, no float64 copy of a block):
-            # dask's var of the whole array in float64 peaked at 2.3 GiB on 20M x 20 float32.
-            (state,) = compute(tree_reduce(Xd, _column_moments, merge_moments))
             n, p = Xd.shape
-            grand = float(state.mean.mean())
-            var = (float(state.scatter.sum()) + n * float(((state.mean - grand) ** 2).sum())) / (n * p)
+            if sp.issparse(Xd._meta):  # entry sums of the stored values (the zeros add nothing)
+                (sums,) = compute(tree_reduce(Xd, _entry_sums, np.add))
+                var = float(sums[1]) / (n * p) - (float(sums[0]) / (n * p)) ** 2
+            else:
+                # Column moments merged over blocks (float64 sums, no float64 copy of a block):
+                # dask's var of the whole array in float64 peaked at 2.3 GiB on 20M x 20 float32.
+                (state,) = compute(tree_reduce(Xd, _column_moments, merge_moments))
+                grand = float(state.mean.mean())
+                var = (float(state.scatter.sum()) + n * float(((state.mean - grand) ** 2).sum())) / (n * p)
             if not var > 0:
                 raise ValueError("gamma='scale' needs data with non-zero variance; give gamma.")
             return 1.0 / (Xd.shape[1] * float(var))
@@ -290,13 +312,20 @@ class KernelPCA(ExtensionEstimator):
             return {
                 "kernel": Part(n * n * 8, f"the {n:,} x {n:,} kernel", "method"),
                 "block": Part(3 * KERNEL_BLOCK_ROWS * n * 8, "a block of kernel rows and its scratch", ""),
-                "rows": Part(n * p * 8, "the training rows", ""),
+                "rows": Part(self._rows_bytes(Xd), "the training rows", ""),
             }
         width = int(self._param("landmarks") if method == "nystroem" else self.n_fourier)
         return {
             "scatter": Part(10 * width * width * 8, f"scatter matrices of {width} features being merged", "landmarks"),
             "stream": streaming(PIECE_ROWS * (width + max(width, p)) * 8, 3, "pieces of features"),
         }
+
+    @staticmethod
+    def _rows_bytes(Xd: da.Array) -> int:
+        """The training rows in memory: dense, or CSR blocks counted at their bound on nonzeros."""
+        n, p = Xd.shape
+        dense = n * p * 8
+        return min(dense, len(Xd.chunks[0]) * chunk_bytes_of(Xd)) if sp.issparse(Xd._meta) else dense
 
     # -- fit ----------------------------------------------------------------------
     def fit(self, X: Any, y: Any = None):
@@ -308,9 +337,15 @@ class KernelPCA(ExtensionEstimator):
         return compute(Y)[0] if wants_numpy(X) and isinstance(Y, da.Array) else Y
 
     def _fit(self, X: Any) -> np.ndarray | da.Array:
-        Xd = as_array(X, name="X")
+        sparse = is_sparse_input(X)
+        Xd = as_sparse_array(X) if sparse else as_array(X, name="X")
         n, p = Xd.shape
         method = self._check_params(n)
+        if sparse and self.fit_inverse_transform:
+            raise NotImplementedError(
+                "Inverse transform not implemented for sparse matrices! Set fit_inverse_transform=False, or "
+                "pass dense rows."
+            )
         if self.kernel == "precomputed" and n != p:
             raise ValueError(f"kernel='precomputed' needs the square n x n kernel; got {n} x {p}.")
         self._check_memory(Xd, wants_numpy(X))
@@ -328,11 +363,11 @@ class KernelPCA(ExtensionEstimator):
 
     def _fit_exact(self, Xd: da.Array) -> np.ndarray:
         (data,) = compute(Xd)
-        data = np.asarray(data, dtype=np.float64)
-        n = len(data)
+        data = _rows(data)
+        n = data.shape[0]
         k = n if self.n_components is None else int(self.n_components)
         if self.kernel == "precomputed":
-            K = data.copy()
+            K = data.toarray() if sp.issparse(data) else data.copy()
         else:
             K = np.empty((n, n))
             for s in range(0, n, KERNEL_BLOCK_ROWS):
@@ -364,8 +399,8 @@ class KernelPCA(ExtensionEstimator):
         k = int(self.n_components or 0)
         if method == "nystroem":
             m = min(int(self._param("landmarks")), Xd.shape[0])
-            landmarks, _ = select_landmarks(X, m, "random", self.seed_)
-            landmarks = np.asarray(landmarks, dtype=np.float64)
+            landmarks, _ = uniform_sample(X, m, self.seed_, sparse=True)
+            landmarks = _rows(landmarks)
             s, U = scipy.linalg.eigh(kernel_block(landmarks, landmarks, *self._rule()))
             keep = s > s.max() * 1e-12  # directions the landmarks' kernel does not span are dropped
             self.reference_rows_ = landmarks
@@ -435,12 +470,20 @@ class KernelPCA(ExtensionEstimator):
         """
         if not self.__sklearn_is_fitted__():
             return self.fit(X)
-        Xd = as_array(X, name="X", min_rows=1)
+        sparse = is_sparse_input(X)
+        Xd = as_sparse_array(X, min_rows=1) if sparse else as_array(X, name="X", min_rows=1)
         check_n_features(Xd.shape[1], self.n_features_in_, type(self).__name__)
         if self.method_ == "exact":
             if self.kernel == "precomputed":
                 raise ValueError("A KernelPCA of a precomputed kernel cannot be updated; fit it on the larger kernel.")
-            rows = da.concatenate([from_numpy(self.reference_rows_, (len(self.reference_rows_),)), Xd])
+            kept = self.reference_rows_
+            if sparse != sp.issparse(kept):
+                raise TypeError(
+                    f"This KernelPCA was fitted on {'sparse' if sp.issparse(kept) else 'dense'} rows; pass the new "
+                    f"rows the same way (scipy.sparse.csr_matrix(X) or X.toarray())."
+                )
+            kept_rows = as_sparse_array(kept, min_rows=1) if sparse else from_numpy(kept, (kept.shape[0],))
+            rows = da.concatenate([kept_rows, Xd])
             self._check_memory(rows, True)
             self._fit_exact(rows)
             self.n_samples_seen_ = rows.shape[0]
@@ -455,8 +498,8 @@ class KernelPCA(ExtensionEstimator):
         if self.method_ == "nystroem":
             return self.reference_rows_
         m = min(int(self._param("landmarks")), self.n_samples_seen_)
-        rows, _ = select_landmarks(X, m, "random", self.seed_ + 1)
-        return np.asarray(rows, dtype=np.float64)
+        rows, _ = uniform_sample(X, m, self.seed_ + 1)
+        return _rows(rows)
 
     def _fit_inverse(self, Z: np.ndarray, rows: np.ndarray) -> None:
         K = kernel_block(Z, Z, *self._rule())
@@ -506,6 +549,8 @@ class KernelPCA(ExtensionEstimator):
                 f"kernel={self.kernel!r}, method {self.method_!r}. Use fit_inverse_transform=True and "
                 f"inverse_transform instead."
             )
+        if sp.issparse(self.reference_rows_):
+            raise TypeError("preimage needs dense reference rows; this model was fitted on sparse rows.")
         check_int(n_iter, "n_iter")
         Yd = as_array(Y, name="Y", min_rows=1)
         check_n_features(Yd.shape[1], len(self.eigenvalues_), type(self).__name__, "Y")

@@ -46,21 +46,31 @@ def _meta_digest(meta: dict) -> str:
     return hashlib.sha256(json.dumps(covered, sort_keys=True).encode()).hexdigest()
 
 
-def _fitted_items(model: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    arrays, scalars = {}, {}
+#: The arrays of a CSR attribute, stored as ``NAME.csr_PART`` (its shape in the metadata's ``sparse``).
+CSR_PARTS = ("data", "indices", "indptr")
+
+
+def _fitted_items(model: Any) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, list[int]]]:
+    import scipy.sparse as sp
+
+    arrays, scalars, sparse = {}, {}, {}
     names = [k for k in vars(model) if k.endswith("_") and not k.startswith("__")]
     names += [k for k in getattr(model, "_persist_private", ()) if hasattr(model, k)]
     for name in names:
         value = getattr(model, name)
         if isinstance(value, np.ndarray):
             arrays[name] = value
+        elif sp.issparse(value):  # sparse rows a model keeps (KernelPCA's reference rows of sparse data)
+            value = sp.csr_matrix(value)
+            arrays.update({f"{name}.csr_{part}": getattr(value, part) for part in CSR_PARTS})
+            sparse[name] = list(value.shape)
         elif isinstance(value, (numbers.Number, str, bool, np.generic)) or value is None:
             scalars[name] = value.item() if isinstance(value, np.generic) else value
         elif isinstance(value, (dict, list)) and _is_json(value):  # reports such as drift_
             scalars[name] = value
         else:
             raise TypeError(f"Cannot persist attribute {name!r} of type {type(value).__name__}.")
-    return arrays, scalars
+    return arrays, scalars, sparse
 
 
 def _is_json(value: Any) -> bool:
@@ -107,7 +117,7 @@ def stage_model(model: Any, final: Path, *, key: str | bytes | None = None) -> P
         json.dumps(params)
     except TypeError as exc:
         raise TypeError(f"Parameters of {type(model).__name__} must be JSON-serialisable to save: {exc}") from exc
-    arrays, scalars = _fitted_items(model)
+    arrays, scalars, sparse = _fitted_items(model)
     meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -115,6 +125,7 @@ def stage_model(model: Any, final: Path, *, key: str | bytes | None = None) -> P
         "class": type(model).__name__,
         "params": params,
         "scalars": scalars,
+        "sparse": sparse,
         "arrays": {k: {"sha256": _digest(v), "shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()},
     }
     meta["sha256"] = _meta_digest(meta)
@@ -205,4 +216,14 @@ def read_model(path: str | os.PathLike, *, key: str | bytes | None = None) -> tu
         if _digest(value) != info.get("sha256"):
             raise ValueError(f"{str(path)!r} is corrupted or was modified: array {name!r} does not match its checksum.")
         arrays[name] = value
-    return meta, arrays
+    return meta, _with_sparse(arrays, meta.get("sparse", {}))
+
+
+def _with_sparse(arrays: dict[str, Any], shapes: dict[str, list[int]]) -> dict[str, Any]:
+    """The CSR attributes put back together from their stored parts."""
+    import scipy.sparse as sp
+
+    for name, shape in shapes.items():
+        data, indices, indptr = (arrays.pop(f"{name}.csr_{part}") for part in CSR_PARTS)
+        arrays[name] = sp.csr_matrix((data, indices, indptr), shape=tuple(shape))
+    return arrays
