@@ -89,3 +89,18 @@ def test_relaxation_to_convergence_is_dijkstra(roll):
     assert (G2 >= G * (1 - 1e-6)).all()  # unpropagated decreases leave distances a little long
     rel = (G2 - G) / np.maximum(G, 1e-6)  # 0 / 0 at the landmarks themselves
     assert (rel > 0.1).mean() < 1e-3 and rel.max() < 0.25
+
+
+def test_relaxation_cut_short_warns():
+    from bigdr.exceptions import ConvergenceWarning
+
+    n = 50  # a path: the distance from row 0 needs n - 1 sweeps to reach the far end
+    path = sp.diags([np.ones(n - 1), np.ones(n - 1)], [1, -1], format="csr")
+    G = np.full((n, 1), np.inf, np.float32)
+    G[0] = 0
+    with pytest.warns(ConvergenceWarning, match="max_sweeps=5"):
+        relax_geodesics(path, G, np.array([1]), max_sweeps=5)
+    G = np.full((n, 1), np.inf, np.float32)
+    G[0] = 0
+    relax_geodesics(path, G, np.array([1]))
+    assert G[-1, 0] == n - 1

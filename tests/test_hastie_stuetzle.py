@@ -131,3 +131,23 @@ def test_chunking_does_not_matter_and_a_cluster_gives_the_same_curve(cluster_cli
 def test_bad_input_is_refused(kwargs, X, message):
     with pytest.raises(ValueError, match=message):
         HastieStuetzleCurve(**kwargs).fit(X)
+
+
+def test_an_oscillating_fit_stops_at_its_best_curve_and_max_iter_warns():
+    import warnings
+
+    from bigdr.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    t = rng.uniform(0, 2 * np.pi, 5_000)  # a closed loop: D^2 oscillates instead of settling
+    X = np.column_stack([np.cos(t), np.sin(t)]) + 0.1 * rng.standard_normal((5_000, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = HastieStuetzleCurve().fit(X)
+    assert model.converged_ and model.n_iter_ < model.max_iter
+    final = np.array(model.objective_[-model.n_iter_no_change - 1 :])
+    assert final.min() == final[0]  # the best pass came n_iter_no_change iterations before the end
+    # and its curve is the one kept (distances() projects without the ends extended while fitting)
+    assert abs(np.mean(model.distances(X) ** 2) - final[0]) < 0.05 * final[0]
+    with pytest.warns(ConvergenceWarning, match="max_iter=4"):
+        HastieStuetzleCurve(max_iter=4).fit(X)

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bigdr.curves.principal_curve import PrincipalCurve
+from bigdr.exceptions import ConvergenceWarning
 
 
 def textbook(X, M, width, lam, grid_size, iterations):
@@ -61,7 +62,7 @@ def test_equals_the_dense_textbook_algorithm(noisy_circle):
     z = np.linspace(0, 1, 1000)
     curve = np.exp(-(np.subtract.outer(z, np.linspace(0, 1, 12)) ** 2) / (2 * (2 / 11) ** 2)) @ alpha + mean
     np.testing.assert_allclose(model.inverse_transform(z), curve, atol=1e-8)
-    assert model.n_iter_ == 5 and model.n_passes_ == 7 and not model.converged_
+    assert model.n_iter_ == 4 and model.n_passes_ == 7 and not model.converged_
 
 
 def test_fits_a_noisy_curve_and_places_rows_on_it(noisy_circle):
@@ -260,3 +261,52 @@ def test_partial_fit_adds_rows_to_the_sums_of_the_last_pass(noisy_circle):
     gap = np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2))
     assert max(gap.min(axis=0).max(), gap.min(axis=1).max()) < 0.01  # near the curve of all rows
     assert PrincipalCurve(**settings).partial_fit(first).n_samples_seen_ == 750  # unfitted: fit
+
+
+def _convergence_sets(n=5_000):
+    """The three data sets the defaults were chosen on: a noisy closed circle, a swiss roll and an S-curve."""
+    from sklearn.datasets import make_s_curve, make_swiss_roll
+
+    rng = np.random.default_rng(0)
+    t = rng.uniform(0, 2 * np.pi, n)
+    circle = np.column_stack([np.cos(t), np.sin(t)]) + 0.1 * rng.standard_normal((n, 2))
+    return {
+        "circle": circle,
+        "swiss roll": make_swiss_roll(n, noise=0.5, random_state=0)[0],
+        "S-curve": make_s_curve(n, noise=0.05, random_state=0)[0],
+    }
+
+
+@pytest.mark.parametrize("name", ["circle", "swiss roll", "S-curve"])
+def test_the_defaults_converge_on_ordinary_data(name):
+    import warnings
+
+    X = _convergence_sets()[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = PrincipalCurve().fit(X)
+    assert model.converged_ and model.n_iter_ <= model.max_iter
+    assert abs(model.objective_[-2] - model.objective_[-1]) <= model.tol * model.objective_[-1]
+
+
+def test_stopping_at_max_iter_warns_with_the_change_reached():
+    X = _convergence_sets(2_000)["swiss roll"]
+    with pytest.warns(ConvergenceWarning, match=r"max_iter=3 iterations the objective still changed by [0-9.e-]+"):
+        model = PrincipalCurve(max_iter=3, tol=1e-12).fit(X)
+    assert model.n_iter_ == 3 and not model.converged_
+
+
+def test_a_closed_loop_starts_from_its_angle_not_folded_in_half():
+    from bigdr.graph.sparse import geodesic_coordinates
+
+    rng = np.random.default_rng(1)
+    t = rng.uniform(0, 2 * np.pi, 2_000)
+    X = np.column_stack([np.cos(t), np.sin(t)]) + 0.05 * rng.standard_normal((2_000, 2))
+    z = geodesic_coordinates(X, 1)[:, 0]
+    # the coordinate runs once around the loop: sorted by it, consecutive points are neighbours
+    order = np.argsort(z)
+    steps = np.linalg.norm(np.diff(X[order], axis=0), axis=1)
+    assert np.median(steps) < 0.05 and np.quantile(steps, 0.99) < 0.3
+    # an open arc keeps the first geodesic coordinate (arc length)
+    arc = np.column_stack([np.cos(t * 0.7), np.sin(t * 0.7)])
+    assert abs(np.corrcoef(geodesic_coordinates(arc, 1)[:, 0], t)[0, 1]) > 0.999

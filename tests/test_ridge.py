@@ -219,3 +219,12 @@ def test_ridge_stability_falls_as_the_bandwidth_grows_past_the_noise():
     result = ridge_stability(X, [0.03, 0.1, 0.3], n_queries=300, random_state=0)
     assert result.instability.shape == (3,) and (result.ridge_points > 0).all()
     assert result.instability[0] > 2 * result.instability[2]  # a bandwidth below the noise follows each half's noise
+
+
+def test_query_points_that_do_not_settle_are_counted_in_a_convergence_warning():
+    from bigdr.exceptions import ConvergenceWarning
+
+    X = noisy_circle(3_000)
+    with pytest.warns(ConvergenceWarning, match=r"query points did not settle .* max_iter=2 "):
+        model = DensityRidge(max_iter=2, random_state=0).fit(X)
+    assert model.n_dropped_["not converged"] > 0

@@ -26,10 +26,13 @@ Regularized principal manifolds. Journal of Machine Learning Research 1,
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
+
+from ..exceptions import ConvergenceWarning
 
 #: Gauss-Newton steps that refine each projection from its nearest grid point.
 REFINE_STEPS = 3
@@ -264,6 +267,24 @@ def solve_alpha(sums: CurveSums, c: np.ndarray, width: float, lam: float) -> np.
 def settled(objective: list[float], tol: float) -> bool:
     """The stopping rule of the curves' alternations: the objective changed by at most ``tol`` (relative) last time."""
     return len(objective) > 1 and abs(objective[-2] - objective[-1]) <= tol * abs(objective[-1])
+
+
+def last_change(objective: list[float]) -> float:
+    """The relative change of the objective in the last iteration (inf before the second)."""
+    if len(objective) < 2:
+        return float("inf")
+    return abs(objective[-2] - objective[-1]) / max(abs(objective[-1]), np.finfo(np.float64).tiny)
+
+
+def warn_unconverged(owner: str, objective: list[float], tol: float, max_iter: int) -> None:
+    """scikit-learn's ConvergenceWarning for an alternation stopped by ``max_iter``, with the change it reached."""
+    warnings.warn(
+        f"{owner} did not converge: after max_iter={max_iter} iterations the objective still changed by "
+        f"{last_change(objective):.2g} (relative) in the last one, above tol={tol:g}. Raise max_iter, or tol "
+        f"if that change is small enough for you.",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
 
 
 def penalty(alpha: np.ndarray, c: np.ndarray, width: float) -> float:

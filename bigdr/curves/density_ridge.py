@@ -9,6 +9,7 @@ pass), query points are thinned by density and moved onto the ridge, and
 from __future__ import annotations
 
 import uuid
+import warnings
 from typing import Any, NamedTuple
 
 import dask
@@ -21,6 +22,7 @@ from .._validation import check_int, check_n_features, check_real
 from ..base import DEPRECATED, BigdrEstimator, chunk_bytes_of, like_input
 from ..blockwise.sampling import keys_of, row_keys, uniform_sample
 from ..core.ridges import RidgeRun, density, local_moments, scms, silverman_bandwidth
+from ..exceptions import ConvergenceWarning
 from ..graph.incremental import reservoir
 from ..graph.neighbors import NeighborIndex, nearest_other
 from ..io import as_array
@@ -163,7 +165,9 @@ class DensityRidge(BigdrEstimator):
     tol : float
         Stop moving a point when the projected mean shift is below ``tol * h``.
     max_iter : int
-        Mean-shift steps per point at most.
+        Mean-shift steps per point at most. Query points that do not settle
+        within them are left out, with a ``ConvergenceWarning`` giving their
+        number.
     random_state : int, Generator or None
         Seed of the support and query samples.
     support_size : "deprecated"
@@ -359,6 +363,15 @@ class DensityRidge(BigdrEstimator):
             "not on a ridge": int((run.converged & ~on_ridge).sum()),
         }
         self.n_iter_ = int(run.steps.max()) if len(run.steps) else 0
+        unsettled = self.n_dropped_["not converged"]
+        if unsettled:
+            warnings.warn(
+                f"DensityRidge: {unsettled:,} of {len(run.steps):,} query points did not settle on the ridge within "
+                f"max_iter={int(self.max_iter)} SCMS steps (tol={float(self.tol):g}) and were left out (n_dropped_). "
+                f"Raise max_iter, or check that the data have a {int(self.dim)}-dimensional ridge at this bandwidth.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         self.bandwidth_ = h
         self.support_ = support
         self.support_indices_ = np.asarray(indices, dtype=np.int64)

@@ -33,6 +33,7 @@ from ..core.curves import (
     project,
     settled,
     solve_alpha,
+    warn_unconverged,
 )
 from ..core.eigen import scatter_eigh
 from ..core.stats import extremes, merge_extremes, merge_moments, scatter_moments
@@ -171,8 +172,9 @@ class PrincipalCurve(BigdrEstimator):
     objective_ : list of float
         ``R[f]`` of the curve at each pass, as measured by the projections of that pass.
     n_iter_, n_passes_ : int
-        Coefficient steps on all rows, and passes over all rows (the covariance, sample, and for
-        ``init="pca"`` range and first-sums passes included).
+        Iterations over all rows (a projection and a coefficient step each; at most ``max_iter``),
+        and passes over all rows (the covariance, sample, and for ``init="pca"`` range and
+        first-sums passes included).
     n_sample_iter_ : int
         Coefficient steps on the sample (0 without ``sample_size``).
     sample_objective_ : list of float
@@ -205,8 +207,8 @@ class PrincipalCurve(BigdrEstimator):
         width: float | None = None,
         reg: float = 1e-3,
         grid_size: int | None = None,
-        max_iter: int = 50,
-        tol: float = 1e-6,
+        max_iter: int = 100,
+        tol: float = 1e-3,
         sample_size: int | None = None,
         init: str = "geodesic",
         random_state: Any = None,
@@ -286,13 +288,15 @@ class PrincipalCurve(BigdrEstimator):
             if settled(objective, self.tol):
                 break
         converged = settled(objective, self.tol)
+        if not converged:
+            warn_unconverged(type(self).__name__, objective, float(self.tol), int(self.max_iter))
         self.gram_, self.cross_, self.residual_sum_ = sums.gram, sums.cross, float(sums.residual)
         self.latent_range_ = np.stack([sums.low, sums.high])
         self.n_samples_seen_ = int(n)
         self.alpha_ = alpha
         self.mean_ = mean
         self.objective_ = objective
-        self.n_iter_ = len(objective) + 1
+        self.n_iter_ = len(objective)
         self.n_passes_ = len(objective) + passes
         self.n_sample_iter_ = len(sample_objective)
         self.sample_objective_ = sample_objective

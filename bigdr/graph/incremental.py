@@ -54,11 +54,13 @@ Mathematical Software 11(1), 37-57. doi:10.1145/3147.3165
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..exceptions import ConvergenceWarning
 from .neighbors import NeighborIndex, drop_self
 
 #: Entering rows look for old rows whose lists they join among this many times k nearest.
@@ -216,6 +218,15 @@ def relax_geodesics(
         if not len(improved):
             break
         active = np.unique(graph[improved].indices)
+    else:
+        if len(active):
+            warnings.warn(
+                f"The relaxation of the geodesics stopped after max_sweeps={max_sweeps} sweeps with {len(active):,} "
+                f"rows still improving by more than {rtol:g} (relative); their distances may be too long. Refit, "
+                f"or update with smaller batches.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
     return int(touched.sum())
 
 

@@ -277,6 +277,13 @@ def landmark_geodesics(graph: sp.csr_matrix, sources: np.ndarray, group_size: in
     return out
 
 
+#: A sample is a loop when its second geodesic coordinate spreads at least this fraction of the first's
+#: variance and the radius in the first two varies by at most :data:`LOOP_RADIUS_CV` of its mean (a circle:
+#: 1.0 and 0.04 on the noisy circle of the curves' tests; an open arc or a roll: below 0.07 and above 0.5).
+LOOP_VARIANCE_RATIO = 0.5
+LOOP_RADIUS_CV = 0.35
+
+
 def geodesic_coordinates(
     points: np.ndarray, n_components: int, n_neighbors: int = 10, n_landmarks: int = 100
 ) -> np.ndarray:
@@ -287,7 +294,11 @@ def geodesic_coordinates(
     shortest paths from ``n_landmarks`` farthest-point landmarks, classical
     MDS of the landmarks and the triangulation of the other points. Along a
     curve the coordinate is arc length, where a principal component folds
-    a bent curve onto itself.
+    a bent curve onto itself. A closed loop has no such coordinate: its
+    first two MDS coordinates trace a circle (:data:`LOOP_VARIANCE_RATIO`,
+    :data:`LOOP_RADIUS_CV`), and the first alone folds the loop in half; one
+    coordinate of a loop is therefore its angle in those two, cut open at
+    the widest gap between the points.
     """
     from ..blockwise.sampling import maxmin
     from ..core.triangulation import geodesic_mds, triangulate_distances
@@ -298,6 +309,24 @@ def geodesic_coordinates(
     graph = join_components(to_csr(knn_graph(points, min(n_neighbors, m - 1))), points)
     landmarks = maxmin(points, min(n_landmarks, m))
     G = landmark_geodesics(graph, landmarks)
-    Y = triangulate_distances(G, geodesic_mds(G, landmarks, n_components))
+    k = 2 if n_components == 1 and len(landmarks) > 2 else n_components
+    Y = triangulate_distances(G, geodesic_mds(G, landmarks, k))
+    Y = _loop_angle(Y) if n_components == 1 else Y[:, :n_components]
     low, high = Y.min(axis=0), Y.max(axis=0)
     return (Y - low) / np.where(high > low, high - low, 1.0)
+
+
+def _loop_angle(Y: np.ndarray) -> np.ndarray:
+    """The one coordinate of a curve: the first MDS coordinate, or for a loop its angle cut at the widest gap."""
+    if Y.shape[1] < 2:
+        return Y[:, :1]
+    centred = Y[:, :2] - Y[:, :2].mean(axis=0)
+    spread = centred.var(axis=0)
+    radius = np.hypot(centred[:, 0], centred[:, 1])
+    if not (spread[1] >= LOOP_VARIANCE_RATIO * spread[0] and radius.std() <= LOOP_RADIUS_CV * radius.mean()):
+        return Y[:, :1]
+    angle = np.arctan2(centred[:, 1], centred[:, 0])
+    ordered = np.sort(angle)
+    gaps = np.diff(np.append(ordered, ordered[0] + 2 * np.pi))
+    cut = ordered[(int(np.argmax(gaps)) + 1) % len(ordered)]  # the first angle after the widest gap
+    return np.mod(angle - cut, 2 * np.pi)[:, None]
