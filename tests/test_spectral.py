@@ -347,3 +347,13 @@ def test_scikit_learns_whole_affinities(roll):
         SpectralEmbedding(2, affinity="precomputed").fit(X)
     knn = SpectralEmbedding(2, n_neighbors=10).fit(X)
     assert sp.issparse(knn.affinity_matrix_) and knn.affinity_matrix_.shape == (600, 600)
+
+
+def test_n_neighbors_none_is_scikit_learns_tenth_of_the_rows():
+    X = np.random.default_rng(0).random((300, 5))
+    model = SpectralEmbedding(n_neighbors=None)
+    Y = model.fit_transform(X)
+    assert model.n_neighbors_ == 29  # scikit-learn's 30 counts the row itself
+    ref = SkSpectralEmbedding(random_state=0).fit_transform(X)
+    for j in range(2):
+        assert abs(np.corrcoef(Y[:, j], ref[:, j])[0, 1]) > 1 - 1e-9

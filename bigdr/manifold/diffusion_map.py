@@ -35,8 +35,10 @@ class DiffusionMap(_SpectralBase):
     ----------
     n_components : int
         ``d``: coordinates kept after dropping the trivial one.
-    n_neighbors : int
-        Other rows per row in the kernel graph (union-symmetrised).
+    n_neighbors : int or None
+        Other rows per row in the kernel graph (union-symmetrised). None:
+        ``max(n / 10 - 1, 1)`` for ``n`` rows of the graph (as
+        :class:`SpectralEmbedding`'s, scikit-learn's default).
     epsilon : "auto" or float
         Scale of the Gaussian kernel ``exp(-|x - y|^2 / (2 epsilon^2))``.
         ``"auto"``: half the median distance to the ``n_neighbors``-th
@@ -126,7 +128,7 @@ class DiffusionMap(_SpectralBase):
     def __init__(
         self,
         n_components: int = 2,
-        n_neighbors: int = 15,
+        n_neighbors: int | None = 15,
         epsilon: Any = "auto",
         alpha: float = 1.0,
         t: float = 1,

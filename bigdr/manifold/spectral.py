@@ -88,22 +88,32 @@ class _SpectralBase(ExtensionEstimator):
     def _scale(self, mu: np.ndarray) -> np.ndarray:
         return np.ones_like(mu)
 
+    def _k(self, n_rows: int) -> int:
+        """Neighbours per row; None is scikit-learn's ``max(n / 10, 1)``, which counts the row itself."""
+        return max(int(n_rows / 10) - 1, 1) if self.n_neighbors is None else int(self.n_neighbors)
+
     def _check_common(self) -> None:
         check_int(self.n_components, "n_components")
         if not (isinstance(self.epsilon, str) and self.epsilon == "auto"):
             check_real(self.epsilon, "epsilon ('auto' or a number)", 0, low_open=True)
-        check_graph_params(self.n_neighbors, self.metric, self.neighbor_method, self.on_disconnected, ON_DISCONNECTED)
+        check_graph_params(
+            1 if self.n_neighbors is None else self.n_neighbors,
+            self.metric,
+            self.neighbor_method,
+            self.on_disconnected,
+            ON_DISCONNECTED,
+        )
         self.seed_ = resolve_seed(self.random_state)
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False, n_ref: int | None = None) -> dict[str, Part]:
         n, p = Xd.shape
-        check_graph_size(self.n_neighbors, n)
+        check_graph_size(self._k(n), n)
         if n_ref is None:
             lm = self.landmarks
             if isinstance(lm, str):
                 lm = None if n <= ALL_ROWS_MAX else AUTO_LANDMARKS
             n_ref = n if lm is None else min(int(lm), n)
-        k, d = int(self.n_neighbors), int(self.n_components)
+        k, d = self._k(n_ref), int(self.n_components)
         parts = {
             "rows": Part(ROW_COPIES * n_ref * p * 8, "the graph's rows and their search tree", "landmarks"),
             "graph": Part(EDGE_BYTES * n_ref * k, f"the kernel graph ({n_ref:,} rows x {k})", "n_neighbors"),
@@ -153,7 +163,7 @@ class _SpectralBase(ExtensionEstimator):
         self._check_memory(Xd)
         ref, mode = self._reference(X, Xd)
         n_ref, d = len(ref), self.n_components
-        k = self.n_neighbors
+        k = self._k(n_ref)
         check_graph_size(k, n_ref, "rows of the graph")
         if d >= n_ref:
             raise ValueError(

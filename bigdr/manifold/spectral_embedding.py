@@ -45,9 +45,11 @@ class SpectralEmbedding(_SpectralBase):
         ``transform`` (scikit-learn's has none either). A stored diagonal is
         kept in ``affinity_matrix_`` and ignored by the Laplacian, as in
         scikit-learn; an asymmetric affinity is symmetrised with a warning.
-    n_neighbors : int
+    n_neighbors : int or None
         Other rows per row. scikit-learn's ``n_neighbors`` counts the row
-        itself: its ``n_neighbors=k`` is this ``k - 1``.
+        itself: its ``n_neighbors=k`` is this ``k - 1``. None: scikit-learn's
+        default ``max(n / 10, 1)`` with the row, so ``max(n / 10 - 1, 1)``
+        others for ``n`` rows of the graph (the landmarks, in landmark mode).
     laplacian : {"random_walk", "symmetric", "unnormalized"}
         ``random_walk``: the generalised problem ``L v = lambda D v``
         (scikit-learn's embedding). ``symmetric``: eigenvectors of ``I -
@@ -114,7 +116,7 @@ class SpectralEmbedding(_SpectralBase):
         self,
         n_components: int = 2,
         affinity: str = "nearest_neighbors",
-        n_neighbors: int = 10,
+        n_neighbors: int | None = 10,
         laplacian: str = "random_walk",
         epsilon: Any = "auto",
         landmarks: Any = "auto",
@@ -158,7 +160,8 @@ class SpectralEmbedding(_SpectralBase):
     def _fit_affinity(self, X: Any) -> Any:
         """Laplacian eigenmaps of a whole n x n affinity (scikit-learn's affinities), held in memory."""
         self._check_common()
-        W, dtype = whole_affinity(X, self.affinity, self.gamma, int(self.n_neighbors), type(self).__name__)
+        k = self._k(np.shape(X)[0])
+        W, dtype = whole_affinity(X, self.affinity, self.gamma, k, type(self).__name__)
         n = W.shape[0]
         if self.n_components >= n:
             raise ValueError(f"n_components={self.n_components} must be less than the number of rows ({n}).")
@@ -166,7 +169,7 @@ class SpectralEmbedding(_SpectralBase):
             self.__dict__.pop(name, None)  # from an earlier fit with a kNN affinity
         self.__dict__["affinity_matrix_"] = W  # scikit-learn's attribute, kept as given
         graph = laplacian_graph(W)
-        self.n_neighbors_, self.alpha_, self.kernel_, self.operator_ = self.n_neighbors, 0.0, "given", self._kind
+        self.n_neighbors_, self.alpha_, self.kernel_, self.operator_ = k, 0.0, "given", self._kind
         self.intrinsic_dimension_ = float("nan")
         # exp(-gamma d^2) is the Gaussian of scale epsilon = 1 / sqrt(2 gamma); the other affinities have none
         rbf = self.affinity == "rbf"
