@@ -505,7 +505,7 @@ def run_defaults():
                 seconds = time.perf_counter() - t0
             row = {"data": data, "estimator": name, "seconds": seconds, "n_iter": int(model.n_iter_),
                    "max_iter": int(model.max_iter), "tol": float(model.tol),
-                   "converged": bool(getattr(model, "converged_", True)),
+                   "converged": getattr(model, "converged_", None),
                    "warnings": [f"{type(w.message).__name__}: {w.message}" for w in caught]}  # fmt: skip
             if name == "PrincipalCurve":
                 long = cls(max_iter=400, tol=0.0, random_state=0)
@@ -531,8 +531,10 @@ def run_defaults():
     for r in rows:
         gap = f"{(r['objective'] - r['objective_400']) / r['objective_400']:.1%}" if "objective" in r else ""
         warned = "; ".join(w[:140] for w in r["warnings"]) or "none"
+        dropped = r.get("dropped", {}).get("not converged")
+        converged = r["converged"] if dropped is None else f"{dropped:,} query points did not"
         lines.append(
-            f"| {r['data']} | {r['estimator']} | {r['n_iter']} | {r['max_iter']} | {r['tol']:g} | {r['converged']} "
+            f"| {r['data']} | {r['estimator']} | {r['n_iter']} | {r['max_iter']} | {r['tol']:g} | {converged} "
             f"| {warned} | {gap} | {r['seconds']:.1f} |"
         )
     return rows, "\n".join(lines) + "\n"
