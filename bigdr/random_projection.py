@@ -166,6 +166,7 @@ class _RandomProjection(BigdrEstimator):
         self.seed_ = int(seed)
         density = self._density(p)
         self.density_ = -1.0 if density is None else float(density)
+        self.components_dtype_ = "float32" if Xd.dtype == np.float32 else "float64"  # scikit-learn's: X's
         self.__dict__.pop("inverse_components_", None)
         if self.compute_inverse_components:
             self.inverse_components_ = self._inverse_components(Xd.dtype)
@@ -276,10 +277,12 @@ class _RandomProjection(BigdrEstimator):
 
     @property
     def components_(self) -> np.ndarray | sp.csr_matrix:
-        """The ``k x p`` projection matrix (scikit-learn's layout), generated on demand: p x k memory."""
+        """The ``k x p`` projection matrix (scikit-learn's layout, in the dtype of the rows fitted on), generated
+        on demand: p x k memory."""
         self._check_fitted()
         density = None if self.density_ < 0 else self.density_
-        R = projection_rows(0, self.n_features_in_, self.n_components_, density, self.seed_)
+        dtype = np.dtype(self.__dict__.get("components_dtype_", "float64"))  # a model saved before 0.2: float64
+        R = projection_rows(0, self.n_features_in_, self.n_components_, density, self.seed_, dtype)
         return R.T.tocsr() if sp.issparse(R) else np.ascontiguousarray(R.T)
 
 
@@ -309,7 +312,7 @@ class GaussianRandomProjection(_RandomProjection):
     Attributes
     ----------
     n_components_, n_features_in_, seed_ : int
-    components_ : (k, p) generated on demand
+    components_ : (k, p) generated on demand, in the dtype of the rows fitted on (float32 or float64)
     inverse_components_ : (p, k), with ``compute_inverse_components``
 
     References
