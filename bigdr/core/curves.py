@@ -269,7 +269,7 @@ def solve_alpha(sums: CurveSums, c: np.ndarray, width: float, lam: float) -> np.
 
 def settled(objective: list[float], tol: float) -> bool:
     """The stopping rule of the curves' alternations: the objective changed by at most ``tol`` (relative) last time."""
-    return len(objective) > 1 and abs(objective[-2] - objective[-1]) <= tol * abs(objective[-1])
+    return last_change(objective) <= tol
 
 
 def last_change(objective: list[float]) -> float:

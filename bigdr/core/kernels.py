@@ -76,6 +76,21 @@ def kernel_block(
     raise ValueError(f"kernel must be one of {KERNELS} or 'precomputed'; got {kernel!r}.")
 
 
+def float_rows(rows: Any) -> Any:
+    """Rows as float64 for the kernels: a CSR matrix when they are scipy.sparse, else an array."""
+    import scipy.sparse as sp
+
+    return sp.csr_matrix(rows, dtype=np.float64) if sp.issparse(rows) else np.asarray(rows, dtype=np.float64)
+
+
+def _squared_norms(rows: Any) -> np.ndarray:
+    import scipy.sparse as sp
+
+    return (
+        np.asarray(rows.multiply(rows).sum(axis=1)).ravel() if sp.issparse(rows) else np.einsum("ij,ij->i", rows, rows)
+    )
+
+
 def _of_inner(G: np.ndarray, kernel: str, gamma: float, degree: float, coef0: float) -> np.ndarray:
     """The kernels that are functions of the inner products ``G = A B^T``."""
     if kernel == "poly":
@@ -97,10 +112,7 @@ def _sparse_kernel_block(
     import scipy.sparse as sp
     from sklearn.metrics.pairwise import manhattan_distances, pairwise_kernels
 
-    def rows(M: Any) -> Any:
-        return sp.csr_matrix(M, dtype=np.float64) if sp.issparse(M) else np.asarray(M, dtype=np.float64)
-
-    A, B = rows(A), rows(B)
+    A, B = float_rows(A), float_rows(B)
     if callable(kernel):
         return np.asarray(pairwise_kernels(A, B, metric=kernel, **(params or {})), dtype=np.float64)
     if kernel == "laplacian":
@@ -110,8 +122,7 @@ def _sparse_kernel_block(
     G = A @ B.T
     G = np.asarray(G.toarray() if sp.issparse(G) else G, dtype=np.float64)
     if kernel in ("rbf", "cosine"):
-        a = np.asarray(A.multiply(A).sum(axis=1) if sp.issparse(A) else np.einsum("ij,ij->i", A, A)).ravel()
-        b = np.asarray(B.multiply(B).sum(axis=1) if sp.issparse(B) else np.einsum("ij,ij->i", B, B)).ravel()
+        a, b = _squared_norms(A), _squared_norms(B)
         if kernel == "cosine":
             a, b = np.sqrt(a), np.sqrt(b)
             return G / np.where(a > 0, a, 1.0)[:, None] / np.where(b > 0, b, 1.0)[None, :]
@@ -160,10 +171,7 @@ def fourier_weights(p: int, n_features: int, kernel: str, gamma: float, seed: in
 
 def fourier_features(block: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``sqrt(2 / D) cos(x W + b)`` for every row of ``block``."""
-    import scipy.sparse as sp
-
-    rows = sp.csr_matrix(block, dtype=np.float64) if sp.issparse(block) else np.asarray(block, dtype=np.float64)
-    return np.sqrt(2.0 / W.shape[1]) * np.cos(np.asarray(rows @ W) + b)
+    return np.sqrt(2.0 / W.shape[1]) * np.cos(np.asarray(float_rows(block) @ W) + b)
 
 
 def rbf_preimage(

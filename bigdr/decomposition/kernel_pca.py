@@ -74,7 +74,7 @@ from ..blockwise.extension import Extension
 from ..blockwise.reduce import tree_reduce
 from ..blockwise.sampling import uniform_sample
 from ..core.eigen import TOP_SOLVERS, scatter_eigh, top_eigh
-from ..core.kernels import KERNELS, SHIFT_INVARIANT, fourier_weights, kernel_block, psd_eigenvalues
+from ..core.kernels import KERNELS, SHIFT_INVARIANT, float_rows, fourier_weights, kernel_block, psd_eigenvalues
 from ..core.stats import Moments, merge_moments, moments_block
 from ..io import as_array, as_sparse_array, from_numpy, is_sparse_input
 from ..runtime.compute import compute, shared
@@ -86,11 +86,6 @@ APPROXIMATIONS = ("auto", "exact", "nystroem", "fourier")
 EXACT_MAX = 20_000
 #: Rows of one block of the exact kernel (the scratch of a block is this many rows times n).
 KERNEL_BLOCK_ROWS = 2_048
-
-
-def _rows(data: Any) -> Any:
-    """Rows in memory as float64: a CSR matrix for sparse data, else an array."""
-    return sp.csr_matrix(data, dtype=np.float64) if sp.issparse(data) else np.asarray(data, dtype=np.float64)
 
 
 def _column_moments(block: np.ndarray) -> Moments:
@@ -363,7 +358,7 @@ class KernelPCA(ExtensionEstimator):
 
     def _fit_exact(self, Xd: da.Array) -> np.ndarray:
         (data,) = compute(Xd)
-        data = _rows(data)
+        data = float_rows(data)
         n = data.shape[0]
         k = n if self.n_components is None else int(self.n_components)
         if self.kernel == "precomputed":
@@ -400,7 +395,7 @@ class KernelPCA(ExtensionEstimator):
         if method == "nystroem":
             m = min(int(self._param("landmarks")), Xd.shape[0])
             landmarks, _ = uniform_sample(X, m, self.seed_, sparse=True)
-            landmarks = _rows(landmarks)
+            landmarks = float_rows(landmarks)
             s, U = scipy.linalg.eigh(kernel_block(landmarks, landmarks, *self._rule()))
             keep = s > s.max() * 1e-12  # directions the landmarks' kernel does not span are dropped
             self.reference_rows_ = landmarks
@@ -499,7 +494,7 @@ class KernelPCA(ExtensionEstimator):
             return self.reference_rows_
         m = min(int(self._param("landmarks")), self.n_samples_seen_)
         rows, _ = uniform_sample(X, m, self.seed_ + 1)
-        return _rows(rows)
+        return float_rows(rows)
 
     def _fit_inverse(self, Z: np.ndarray, rows: np.ndarray) -> None:
         K = kernel_block(Z, Z, *self._rule())
