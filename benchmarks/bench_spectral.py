@@ -12,8 +12,14 @@ landmarks  landmark mode from zarr stores on disk, 1M, 10M and 20M rows, 20k
            RSS, Spearman. Fresh process per size.
 accuracy   200k-row swiss roll: Procrustes disparity of landmark mode
            (2k..100k landmarks) to the all-rows diffusion map.
+transform  cost per row of the Nystrom transform against Isomap's on the same
+           rows: a 3-D swiss roll (fit on 1M rows, 20k landmarks, every row
+           placed) and 200k x 50 rows of a 5-D manifold (50k held-out rows
+           placed); the training rows' coordinates reproduced; the share of
+           reverse edges found and the distance to the kernel rule applied
+           against every reference row. Fresh process per data set.
 
-Usage: python benchmarks/bench_spectral.py [solvers|allrows|landmarks|accuracy|all]
+Usage: python benchmarks/bench_spectral.py [solvers|allrows|landmarks|accuracy|transform|all]
 """
 
 from __future__ import annotations
@@ -73,6 +79,8 @@ def child(args):
             "eigenvalues": model.eigenvalues_.tolist(),
             "epsilon": model.epsilon_,
         }
+    if what == "transform":
+        return transform_child(args[1])
     if what == "landmarks":
         model = bigdr.DiffusionMap(2, n_neighbors=K, landmarks=LANDMARKS)
         r = embed_store(model, args[1])
@@ -83,6 +91,128 @@ def child(args):
             "eigenvalues": model.eigenvalues_.tolist(),
         }
     raise ValueError(what)
+
+
+def manifold(n, seed=0):
+    """Rows of a 5-D manifold in 50-D (tanh of a random lift plus noise 0.01), float64."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    from bench_neighbors import manifold as make
+
+    return make(n, 50, 5, seed)
+
+
+def rule_check(model, rows):
+    """Share of reverse edges among the candidates, and the distance to the rule applied densely.
+
+    The dense rule: every reference row a candidate (``k_query`` = all of them).
+    """
+    ext = model._make_extension()
+    ref = ext.reference.astype(np.float64)
+    found = total = 0
+    for s in range(0, len(rows), 200):
+        q = rows[s : s + 200]
+        D = np.sqrt(np.maximum((q**2).sum(1)[:, None] + (ref**2).sum(1)[None] - 2 * q @ ref.T, 0))
+        reverse = D <= ext.radius[None, :]
+        ind, dist = ext.candidates(q)
+        found += sum(int(reverse[b, ind[b][np.isfinite(dist[b])]].sum()) for b in range(len(q)))
+        total += int(reverse.sum())
+    fast = ext.embed_piece(rows)
+    ext.k_query = len(ref)
+    dense = np.vstack([ext.embed_piece(rows[s : s + 100]) for s in range(0, len(rows), 100)])
+    spread = dense.std(axis=0)
+    return {
+        "reverse_edge_recall": found / max(total, 1),
+        "max_difference_over_std": float((np.abs(fast - dense) / spread).max()),
+        "rms_difference_over_std": float(np.sqrt((((fast - dense) / spread) ** 2).mean())),
+    }
+
+
+def transform_child(data):
+    import warnings
+
+    import bigdr
+
+    if data == "roll":
+        X, _ = roll(1_000_000)
+        new = X
+    else:
+        both = manifold(250_000)
+        X, new = both[:200_000], np.ascontiguousarray(both[200_000:])
+    models = {
+        "Isomap (defaults)": bigdr.Isomap(2, n_neighbors=K),
+        "DiffusionMap": bigdr.DiffusionMap(2, n_neighbors=K, landmarks=LANDMARKS),
+        "SpectralEmbedding": bigdr.SpectralEmbedding(2, n_neighbors=K, landmarks=LANDMARKS),
+    }
+    out = {}
+    for name, model in models.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            t0 = time.perf_counter()
+            model.fit(X)
+            fit = time.perf_counter() - t0
+        np.asarray(model.transform(new[:2000]))  # untimed: the extension is built once per model
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            np.asarray(model.transform(new))
+            times.append(time.perf_counter() - t0)
+        r = {
+            "fit_seconds": fit,
+            "transform_seconds": times,
+            "us_per_row": float(np.median(times)) / len(new) * 1e6,
+            "warnings": sorted({f"{type(w.message).__name__}: {w.message}" for w in caught}),
+        }
+        if name != "Isomap (defaults)":
+            ref = model.reference_rows_
+            fitted = model.eigenvectors_ * model.scale_
+            again = np.asarray(model.transform(ref))
+            r["training_rows_relative_error"] = float(np.abs(again - fitted).max() / np.abs(fitted).max())
+            r["graph_rows"] = len(ref)
+            r.update(rule_check(model, np.ascontiguousarray(new[:2000], dtype=np.float64)))
+        else:
+            r["graph_rows"] = int(model.reference_cap_ or len(X))
+        out[name] = r
+        print(name, {k: v for k, v in r.items() if k != "warnings"}, file=sys.stderr, flush=True)
+    return {"rows_fitted": len(X), "rows_placed": len(new), "models": out}
+
+
+def run_transform():
+    res = {"roll": run_child(SCRIPT, "transform", "roll", timeout=7200)}
+    res["manifold"] = run_child(SCRIPT, "transform", "manifold", timeout=7200)
+    lines = [
+        "## Transform cost per row: the Nystrom extension against Isomap's on the same rows\n",
+        f"k = {K}; DiffusionMap and SpectralEmbedding with {LANDMARKS:,} landmarks, Isomap with its defaults "
+        "(landmark Isomap on a graph sample sized to the manifold). Fresh process per data set, 2 dask threads, "
+        "BLAS on one thread; median of 3 transforms. Swiss roll: fit on 1M rows (noise 0.05), all 1M placed. "
+        "5-D manifold: 200,000 x 50 fitted (float64), 50,000 held-out rows placed. Training rows: largest "
+        "difference between the transform of the reference rows and their fitted coordinates, over the largest "
+        "coordinate. Reverse edges and the dense rule on 2,000 of the placed rows: the share of reverse edges "
+        "(reference rows whose k-th-neighbour distance reaches the row) among the candidates, and the largest and "
+        "root-mean-square difference of the coordinates from the kernel rule applied against every reference row, "
+        "over each coordinate's standard deviation.\n",
+        "| data | method | graph rows | fit (s) | transform (us/row) | ratio to Isomap | training rows | "
+        "reverse edges found | difference to dense rule, max / rms |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for data, label in (("roll", "3-D swiss roll, 1M"), ("manifold", "5-D manifold, 200k x 50")):
+        models = res[data]["models"]
+        base = models["Isomap (defaults)"]["us_per_row"]
+        for name, r in models.items():
+            extra = (
+                f"{r['training_rows_relative_error']:.1e} | {r['reverse_edge_recall']:.4f} | "
+                f"{r['max_difference_over_std']:.1e} / {r['rms_difference_over_std']:.1e}"
+                if "reverse_edge_recall" in r
+                else " |  | "
+            )
+            lines.append(
+                f"| {label} | {name} | {r['graph_rows']:,} | {r['fit_seconds']:.1f} | {r['us_per_row']:.1f} | "
+                f"{r['us_per_row'] / base:.2f} | {extra} |"
+            )
+    warned = sorted({w for d in res.values() for r in d["models"].values() for w in r["warnings"]})
+    if warned:
+        lines.append("\nWarnings raised by the fits:\n")
+        lines += [f"- {w}" for w in warned]
+    return res, "\n".join(lines) + "\n"
 
 
 def run_solvers():
@@ -178,7 +308,38 @@ def run_accuracy():
         lines.append(
             f"| {r['landmarks']:,} | {r['seconds']:.1f} s | {r['disparity']:.2e} | {r['spearman_first']:.5f} |"
         )
-    return {"all_rows_seconds": full_s, "rows": rows}, "\n".join(lines) + "\n"
+    manifold_part, manifold_lines = accuracy_manifold()
+    return {"all_rows_seconds": full_s, "rows": rows, "manifold": manifold_part}, "\n".join(
+        lines + manifold_lines
+    ) + "\n"
+
+
+def accuracy_manifold():
+    """The same sweep on 200k x 50 rows of a 5-D manifold, 4 coordinates, with the sample-size rule's figure."""
+    import bigdr
+    from bigdr.core.dimension import rows_needed
+
+    X = manifold(200_000)
+    t0 = time.perf_counter()
+    model = bigdr.DiffusionMap(4, n_neighbors=K, landmarks=None)
+    full = model.fit_transform(X)
+    full_s = time.perf_counter() - t0
+    dim = model.intrinsic_dimension_
+    rows = []
+    for m in (2_000, 5_000, 20_000, 50_000):
+        t0 = time.perf_counter()
+        Y = bigdr.DiffusionMap(4, n_neighbors=K, landmarks=m).fit_transform(X)
+        rows.append({"landmarks": m, "seconds": time.perf_counter() - t0, "disparity": disparity(full, Y)})
+        print(rows[-1], flush=True)
+    lines = [
+        "\n### The same on 200,000 x 50 rows of a 5-D manifold (4 coordinates)\n",
+        f"All rows: {full_s:.1f} s; estimated dimension {dim:.1f}, for which the graph-size rule of Isomap's "
+        f"sample (`rows_needed`) asks for {rows_needed(dim, K):,} rows.\n",
+        "| landmarks | time | Procrustes disparity to all rows |",
+        "| --- | --- | --- |",
+    ]
+    lines += [f"| {r['landmarks']:,} | {r['seconds']:.1f} s | {r['disparity']:.2e} |" for r in rows]
+    return {"all_rows_seconds": full_s, "dimension": dim, "rows_needed": rows_needed(dim, K), "rows": rows}, lines
 
 
 def main():
@@ -186,9 +347,16 @@ def main():
         print(json.dumps(child(sys.argv[2:])))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["solvers", "allrows", "landmarks", "accuracy", "all"], nargs="*", default=["all"])
+    cases = ["solvers", "allrows", "landmarks", "accuracy", "transform", "all"]
+    ap.add_argument("case", choices=cases, nargs="*", default=["all"])
     args = ap.parse_args()
-    runners = {"solvers": run_solvers, "allrows": run_allrows, "landmarks": run_landmarks, "accuracy": run_accuracy}
+    runners = {
+        "solvers": run_solvers,
+        "allrows": run_allrows,
+        "landmarks": run_landmarks,
+        "accuracy": run_accuracy,
+        "transform": run_transform,
+    }
     run_sections("spectral", runners, args.case)
 
 

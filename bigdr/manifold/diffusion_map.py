@@ -64,8 +64,11 @@ class DiffusionMap(_SpectralBase):
         is embedded by the Nyström extension, blockwise (memory independent
         of n). ``"auto"``: all rows up to 1,500,000, else 100,000 landmarks,
         or more (up to 1,000,000) when the manifold's estimated dimension
-        asks for more (:func:`bigdr.core.dimension.rows_needed`). Fewer
-        landmarks than that rule asks for warn (``SparseGraphWarning``).
+        asks for more (:func:`bigdr.core.dimension.rows_needed`). An int
+        below that rule does not warn: the rule sizes Isomap's geodesics, and
+        the Nyström extension degrades far more gently (on 200,000 rows of a
+        5-D manifold, where the rule asks for 520,000, 20,000 landmarks come
+        within a Procrustes disparity of 0.006 of the all-rows map).
     eigen_solver : {"auto", "dense", "arpack", "lobpcg", "amg"}
         See :func:`bigdr.core.eigen.smallest_eigh`; ``auto``: dense up to 2000
         graph rows, else by the manifold's estimated dimension

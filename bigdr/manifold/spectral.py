@@ -30,7 +30,7 @@ from .._random import resolve_seed
 from .._validation import check_int, check_n_features, check_real
 from ..base import ExtensionEstimator, wants_numpy
 from ..blockwise.sampling import SAMPLE_CHUNK_BYTES, keys_of, row_keys, select_landmarks
-from ..core.dimension import grown_sample, intrinsic_dimension, warn_if_sparse
+from ..core.dimension import grown_sample, intrinsic_dimension
 from ..core.drift import empirical_threshold
 from ..core.eigen import flip_signs, graph_solver, smallest_eigh
 from ..core.triangulation import rigid_alignment
@@ -180,8 +180,6 @@ class _SpectralBase(ExtensionEstimator):
                     ref, mode = self._reference(X, Xd, size)
                     n_ref = len(ref)
                     ind, dist = self._knn(ref, k)
-            if n_ref < Xd.shape[0]:
-                warn_if_sparse(self.intrinsic_dimension_, k, n_ref, f"{n_ref} landmarks", "landmarks", 4)
         eps = self._epsilon(dist)
         self.n_neighbors_, self.alpha_, self.kernel_, self.operator_ = k, alpha, self._kernel, self._kind
         self.neighbor_method_, self.metric_ = self.neighbor_method, self.metric

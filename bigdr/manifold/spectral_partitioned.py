@@ -47,7 +47,7 @@ from ..base import wants_numpy
 from ..blockwise.sampling import row_keys
 from ..core.dimension import intrinsic_dimension
 from ..core.eigen import flip_signs, smallest_eigh
-from ..exceptions import DisconnectedGraphWarning, SparseGraphWarning
+from ..exceptions import DisconnectedGraphWarning
 from ..graph.blocked import BlockedMatrix, blocked_affinity, blocked_operator
 from ..graph.knn import knn_graph
 from ..io import as_array
@@ -145,10 +145,7 @@ def fit_partitioned(est: Any, X: Any) -> tuple[dict[str, Any], np.ndarray, tuple
     check_memory(MemoryEstimate(type(est).__name__, {"eigen": driver}))
 
     start = clone(est).set_params(landmarks=m, partitions=None)
-    with warnings.catch_warnings():
-        # Its advice (more landmarks) is not the user's to take here; landmark_residual_ reports the start.
-        warnings.simplefilter("ignore", SparseGraphWarning)
-        start._fit(Xd if wants_numpy(X) else X)  # lazy: only the landmarks are solved
+    start._fit(Xd if wants_numpy(X) else X)  # lazy: only the landmarks are solved
     landmarks = landmark_rows(start.reference_keys_, n, start.seed_)
     graph = knn_graph(Xd, k, metric=est.metric, method=est.neighbor_method,
                       random_state=est.seed_, partitions=est.partitions)  # fmt: skip
