@@ -30,6 +30,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, NamedTuple
 
+import numba
 import numpy as np
 
 from ..exceptions import NonEuclideanWarning
@@ -118,12 +119,57 @@ def triangulate_distances(G: np.ndarray, tri: Triangulation) -> np.ndarray:
     return out
 
 
-def attach_geodesics(ind: np.ndarray, dist: np.ndarray, geodesics: np.ndarray) -> np.ndarray:
-    """``g[i, l] = min_j dist[i, j] + geodesics[ind[i, j], l]``: rows reached through their neighbours."""
-    g = np.full((len(ind), geodesics.shape[1]), np.inf, dtype=np.float32)
-    for j in range(ind.shape[1]):
-        np.minimum(g, dist[:, j, None] + geodesics[ind[:, j]], out=g)
-    return g
+def place_through_neighbours(
+    ind: np.ndarray, dist: np.ndarray, geodesics: np.ndarray, tri: Triangulation
+) -> np.ndarray:
+    """Coordinates of rows reached through their neighbours: Isomap's out-of-sample rule.
+
+    A row's geodesic to landmark ``l`` is ``g_l = min_j dist[j] + geodesics[ind[j], l]``
+    over its neighbours ``j`` (rounded to float32, as the geodesics are kept),
+    then it is triangulated from ``g**2`` (:func:`triangulate`). One compiled
+    pass per row: the row x landmark matrix is never formed, which made this
+    step memory-bound (three passes over it per neighbour). Rows no landmark
+    reaches get NaN.
+    """
+    out = np.empty((len(ind), tri.pinv.shape[1]))
+    _place(
+        np.ascontiguousarray(ind),
+        np.ascontiguousarray(dist),
+        np.ascontiguousarray(geodesics),
+        np.ascontiguousarray(tri.mean_sq, dtype=np.float64),
+        np.ascontiguousarray(tri.pinv, dtype=np.float64),
+        out,
+    )
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _place(ind, dist, geodesics, mean_sq, pinv, out):  # pragma: no cover (compiled)
+    n, k = ind.shape
+    m, d = pinv.shape
+    g = np.empty(m)
+    for i in range(n):
+        g[:] = np.inf
+        for j in range(k):
+            step = np.float64(dist[i, j])
+            if not step < np.inf:
+                continue  # padding or a neighbour cut by the radius
+            row = geodesics[ind[i, j]]
+            for l in range(m):
+                v = step + np.float64(row[l])
+                if v < g[l]:
+                    g[l] = v
+        for c in range(d):
+            out[i, c] = 0.0
+        for l in range(m):
+            if not g[l] < np.inf:
+                for c in range(d):
+                    out[i, c] = np.nan
+                break
+            gl = np.float64(np.float32(g[l]))
+            s = -0.5 * (gl * gl - mean_sq[l])
+            for c in range(d):
+                out[i, c] += s * pinv[l, c]
 
 
 def rigid_alignment(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

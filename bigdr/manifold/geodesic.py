@@ -1,10 +1,12 @@
 """Isomap's out-of-sample rule: a row's geodesics to the landmarks through its nearest reference rows.
 
 A new row's geodesic distance to landmark ``l`` is ``min_j (|x - r_j| + G[j, l])``
-over its ``k`` nearest reference rows ``r_j`` (:func:`bigdr.core.triangulation.attach_geodesics`);
-landmark MDS's triangulation (de Silva & Tenenbaum 2004) turns the squared
-distances into coordinates. :class:`GeodesicExtension` is what a worker needs
-for that, beside the spectral methods' :mod:`~bigdr.manifold.nystrom`.
+over its ``k`` nearest reference rows ``r_j``, and landmark MDS's
+triangulation (de Silva & Tenenbaum 2004) turns the squared distances into
+coordinates, in one compiled pass per row
+(:func:`bigdr.core.triangulation.place_through_neighbours`).
+:class:`GeodesicExtension` is what a worker needs for that, beside the
+spectral methods' :mod:`~bigdr.manifold.nystrom`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..blockwise.extension import Extension
-from ..core.triangulation import Triangulation, attach_geodesics, triangulate
+from ..core.triangulation import Triangulation, place_through_neighbours
 from ..graph.neighbors import NeighborIndex
 
 
@@ -43,5 +45,4 @@ class GeodesicExtension(Extension):
         if self.radius is not None:  # keep the nearest always, the rest within the radius
             dist = dist.copy()
             dist[:, 1:][dist[:, 1:] > self.radius] = np.inf
-        g = attach_geodesics(ind, dist, self.geodesics)
-        return triangulate(g.astype(np.float64) ** 2, self.tri), nearest
+        return place_through_neighbours(ind, dist, self.geodesics, self.tri), nearest
