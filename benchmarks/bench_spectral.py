@@ -19,7 +19,12 @@ transform  cost per row of the Nystrom transform against Isomap's on the same
            reverse edges found and the distance to the kernel rule applied
            against every reference row. Fresh process per data set.
 
-Usage: python benchmarks/bench_spectral.py [solvers|allrows|landmarks|accuracy|transform|all]
+partial    partial_fit of 10k-row batches against a refit on the same
+           reference set (the landmarks after the update), interleaved:
+           DiffusionMap and SpectralEmbedding, 20k landmarks of a 1M-row
+           swiss roll, 10 batches each.
+
+Usage: python benchmarks/bench_spectral.py [solvers|allrows|landmarks|accuracy|transform|partial|all]
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from _harness import PeakRSS, embed_store, run_child, run_sections, swiss_roll_s
 SCRIPT = Path(__file__).resolve()
 K = 15
 LANDMARKS = 20_000
+PARTIAL_ROWS = 10_000
+PARTIAL_BATCHES = 10
 
 
 def roll(n, seed=0):
@@ -81,6 +88,8 @@ def child(args):
         }
     if what == "transform":
         return transform_child(args[1])
+    if what == "partial":
+        return partial_child()
     if what == "landmarks":
         model = bigdr.DiffusionMap(2, n_neighbors=K, landmarks=LANDMARKS)
         r = embed_store(model, args[1])
@@ -212,6 +221,54 @@ def run_transform():
     if warned:
         lines.append("\nWarnings raised by the fits:\n")
         lines += [f"- {w}" for w in warned]
+    return res, "\n".join(lines) + "\n"
+
+
+def partial_child():
+    import warnings
+
+    import bigdr
+
+    X, _ = roll(1_000_000)
+    out = {}
+    for cls in (bigdr.DiffusionMap, bigdr.SpectralEmbedding):
+        model = cls(2, n_neighbors=K, landmarks=LANDMARKS).fit(X)
+        steps = []
+        for b in range(PARTIAL_BATCHES):
+            batch, _ = roll(PARTIAL_ROWS, seed=100 + b)
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.partial_fit(batch)
+            update = time.perf_counter() - t0
+            params = {**model.get_params(), "landmarks": None}
+            t0 = time.perf_counter()
+            cls(**params).fit(model.reference_rows_)
+            refit = time.perf_counter() - t0
+            steps.append({"update_s": update, "refit_s": refit, "ratio": update / refit})
+            print(cls.__name__, steps[-1], file=sys.stderr, flush=True)
+        out[cls.__name__] = {
+            "steps": steps,
+            "median_update_s": float(np.median([s["update_s"] for s in steps])),
+            "median_refit_s": float(np.median([s["refit_s"] for s in steps])),
+            "median_ratio": float(np.median([s["ratio"] for s in steps])),
+        }
+    return out
+
+
+def run_partial():
+    res = run_child(SCRIPT, "partial", timeout=3600)
+    lines = [
+        f"## partial_fit of {PARTIAL_ROWS:,}-row batches against a refit on the same reference set\n",
+        f"1M-row swiss roll (noise 0.05), {LANDMARKS:,} landmarks, k = {K}; {PARTIAL_BATCHES} batches from new "
+        "seeds, each learnt by `partial_fit` (drift, reservoir, kNN lists, kernel, warm-started eigensolver, "
+        "alignment), then a fit with `landmarks=None` on the model's reference rows after the update (what a "
+        "refit on that reference set costs), interleaved; one fresh process, 2 dask threads, BLAS on one thread.\n",
+        "| method | median partial_fit (s) | median refit (s) | median ratio |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, r in res.items():
+        lines.append(f"| {name} | {r['median_update_s']:.3f} | {r['median_refit_s']:.3f} | {r['median_ratio']:.2f} |")
     return res, "\n".join(lines) + "\n"
 
 
@@ -347,7 +404,7 @@ def main():
         print(json.dumps(child(sys.argv[2:])))
         return
     ap = argparse.ArgumentParser()
-    cases = ["solvers", "allrows", "landmarks", "accuracy", "transform", "all"]
+    cases = ["solvers", "allrows", "landmarks", "accuracy", "transform", "partial", "all"]
     ap.add_argument("case", choices=cases, nargs="*", default=["all"])
     args = ap.parse_args()
     runners = {
@@ -356,6 +413,7 @@ def main():
         "landmarks": run_landmarks,
         "accuracy": run_accuracy,
         "transform": run_transform,
+        "partial": run_partial,
     }
     run_sections("spectral", runners, args.case)
 

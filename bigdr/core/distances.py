@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 
 KDTREE_METRICS = {"euclidean": 2, "l2": 2, "manhattan": 1, "cityblock": 1, "l1": 1, "chebyshev": np.inf, "cosine": 2}
@@ -62,20 +63,37 @@ def paired_distances(q: np.ndarray, reference: np.ndarray, cand: np.ndarray, met
     """Distance of each row ``q[b]`` to each of its candidate reference rows ``reference[cand[b]]``, ``(len(q), c)``.
 
     Computed from the differences, not by the gemm identity, so rows that
-    coincide come out exactly 0 and near rows keep their digits.
+    coincide come out exactly 0 and near rows keep their digits. Euclidean
+    distances come from one compiled pass that sums in float64 and never
+    gathers the candidate rows into a (rows, c, p) array (that gather was a
+    sixth of a brute-force query's time on 20,000 x 50 reference rows).
     """
-    if metric not in ("cosine", "euclidean", "l2", "sqeuclidean"):
+    if metric in ("euclidean", "l2", "sqeuclidean"):
+        out = np.empty(cand.shape)
+        _paired_sq(np.ascontiguousarray(q), np.ascontiguousarray(reference), np.ascontiguousarray(cand), out)
+        return out if metric == "sqeuclidean" else np.sqrt(out, out=out)
+    if metric != "cosine":
         return np.stack([pairwise_distances(q[i : i + 1], reference[c], metric)[0] for i, c in enumerate(cand)])
     out = np.empty(cand.shape)
     step = max(1, PAIRED_BYTES // max(1, cand.shape[1] * q.shape[1] * q.itemsize))  # bounds the gathered rows
     for s in range(0, len(q), step):
         qs, cs = q[s : s + step], cand[s : s + step]
-        if metric == "cosine":
-            out[s : s + step] = 1.0 - np.einsum("bp,bkp->bk", unit_rows(qs), unit_rows(reference[cs]))
-        else:
-            diff = qs[:, None, :] - reference[cs]
-            out[s : s + step] = np.einsum("bkp,bkp->bk", diff, diff)
-    return np.sqrt(out, out=out) if metric in ("euclidean", "l2") else out
+        out[s : s + step] = 1.0 - np.einsum("bp,bkp->bk", unit_rows(qs), unit_rows(reference[cs]))
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _paired_sq(q, reference, cand, out):  # pragma: no cover (compiled)
+    n, c = cand.shape
+    p = q.shape[1]
+    for b in range(n):
+        for j in range(c):
+            r = reference[cand[b, j]]
+            acc = 0.0
+            for t in range(p):
+                d = np.float64(q[b, t]) - np.float64(r[t])
+                acc += d * d
+            out[b, j] = acc
 
 
 def check_distance_metric(metric: Any) -> None:

@@ -359,7 +359,9 @@ class Isomap(SklearnSearch, ExtensionEstimator):
         G = landmark_geodesics(graph, landmarks)
         tri = geodesic_mds(G, landmarks, self.n_components, self.seed_, **self._eigen())
 
-        index = self.__dict__.pop("_graph_index", None) or NeighborIndex(self._metric(), self._search()).fit(ref)
+        index = self.__dict__.pop("_graph_index", None)
+        if index is None or index.method_ == "brute":  # the graph's own search; new rows may want another
+            index = NeighborIndex(self._metric(), self._search(), queried=True).fit(ref)
         self.mode_ = mode
         self.n_features_in_ = p
         self.reference_rows_ = ref
@@ -572,7 +574,7 @@ class Isomap(SklearnSearch, ExtensionEstimator):
     def _make_extension(self) -> GeodesicExtension:
         """A loaded model: rebuild the index from the stored reference rows."""
         tri = Triangulation(self.triangulation_, self.landmark_sq_mean_, None)
-        index = NeighborIndex(self._metric(), self._search()).fit(self.reference_rows_)
+        index = NeighborIndex(self._metric(), self._search(), queried=True).fit(self.reference_rows_)
         return GeodesicExtension(index, self.geodesics_, tri, self._attach_k(len(self.reference_rows_)), self.radius)
 
     def _attach_k(self, n_ref: int) -> int:

@@ -335,7 +335,8 @@ class _SpectralBase(ExtensionEstimator):
 
     def _make_extension(self) -> NystromExtension:
         metric = self._fitted("metric_", lambda: self.metric)
-        index = NeighborIndex(metric, self._fitted("neighbor_method_", lambda: self.neighbor_method), self.seed_)
+        method = self._fitted("neighbor_method_", lambda: self.neighbor_method)
+        index = NeighborIndex(metric, method, self.seed_, queried=True)
         index.fit(self.reference_rows_)
         k_query = min(len(self.reference_rows_), int(self.max_degree_) + 2)
         return NystromExtension(
