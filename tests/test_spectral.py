@@ -251,6 +251,9 @@ def test_partial_fit_aligns_saves_and_flags_drift(roll8k, tmp_path):
     model.partial_fit(roll8k[5000:5500])
     after = model.transform(roll8k[:2000])
     assert np.abs(after - before).max() < 0.05 * np.ptp(before)  # aligned: earlier rows stay put
+    # The alignment's target, the reference rows' stored coordinates, is what their transform gives.
+    placed = model.reference_embedding_ @ model.rotation_ + model.offset_
+    np.testing.assert_allclose(model.transform(model.reference_rows_), placed, atol=1e-8 * np.abs(placed).max())
     model.save(str(tmp_path / "m"))
     loaded = load(str(tmp_path / "m"))
     np.testing.assert_allclose(loaded.transform(roll8k[:300]), model.transform(roll8k[:300]), atol=1e-12)

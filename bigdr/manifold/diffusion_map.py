@@ -95,6 +95,8 @@ class DiffusionMap(_SpectralBase):
     ----------
     eigenvalues_ : (n_components,) eigenvalues ``lambda_k`` of M, descending (``<= 1``)
     eigenvectors_ : (n_ref, n_components) ``phi_k`` on the reference rows
+    reference_embedding_ : (n_ref, n_components) the reference rows' fitted coordinates (before
+        ``rotation_`` and ``offset_``), which their ``transform`` reproduces
     embedding_ : (n, n_components), when ``X`` is in memory
     epsilon_ : float, the scale used
     n_unit_eigenvalues_ : int, how many eigenvalues equal 1 (components of the graph)

@@ -184,7 +184,7 @@ class _SpectralBase(ExtensionEstimator):
         self.n_neighbors_, self.alpha_, self.kernel_, self.operator_ = k, alpha, self._kernel, self._kind
         self.neighbor_method_, self.metric_ = self.neighbor_method, self.metric
         self.epsilon_ = eps
-        reference_embedding = self._solve(ind, dist)
+        reference_embedding = self.reference_embedding_ = self._solve(ind, dist)
         self.mode_ = mode
         self.n_features_in_ = int(Xd.shape[1])
         self.reference_rows_ = ref
@@ -298,7 +298,11 @@ class _SpectralBase(ExtensionEstimator):
         rule = self._drift_rule()
         kept = np.flatnonzero(keep)
         sample = np.random.default_rng([self.seed_, 4]).choice(len(kept), min(ALIGN_ROWS, len(kept)), replace=False)
-        before = self._extension().embed_block(self.reference_rows_[kept[sample]])
+        fitted = self.__dict__.get("reference_embedding_")  # absent from models saved by bigdr < 0.3
+        if fitted is None:
+            before = self._extension().embed_block(self.reference_rows_[kept[sample]])
+        else:  # a reference row's transform is its fitted coordinates (to the eigensolver's 1e-10)
+            before = fitted[kept[sample]] @ self.rotation_ + self.offset_
         upd = update_knn(self.reference_rows_, self.graph_indices_, self.graph_distances_, keep,
                          np.asarray(entering), self.metric_, self.neighbor_method_)  # fmt: skip
         warm = np.zeros((len(upd.rows), self.n_components))
@@ -316,6 +320,7 @@ class _SpectralBase(ExtensionEstimator):
             self.__dict__.update(state)  # a refused update leaves the model as it was
             raise
         self.rotation_, self.offset_ = rigid_alignment(raw[sample], before)
+        self.reference_embedding_ = raw
         self.reference_rows_, self.reference_keys_ = upd.rows, np.concatenate([self.reference_keys_[keep], keys[take]])
         self.drift_threshold_ = empirical_threshold(upd.distances[:, 0])
         self.intrinsic_dimension_ = intrinsic_dimension(upd.distances)

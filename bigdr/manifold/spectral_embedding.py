@@ -93,7 +93,8 @@ class SpectralEmbedding(_SpectralBase):
     affinity_matrix_ : ndarray or sparse matrix
         The affinity of the graph rows: scikit-learn's dense or sparse matrix
         for its affinities, the kNN kernel (sparse) for the others.
-    embedding_, eigenvectors_, epsilon_, mode_, intrinsic_dimension_ : as in :class:`DiffusionMap`
+    embedding_, eigenvectors_, reference_embedding_, epsilon_, mode_, intrinsic_dimension_ : as in
+        :class:`DiffusionMap`
 
     References
     ----------
