@@ -40,7 +40,16 @@ def child(method, store):
 
     out = DATA / f"embedding-{method}-{Path(store).stem}.zarr"
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [sys.executable, "-m", "bigdr.cli", "fit-transform", *METHODS[method], "--no-progress", f"{store}/X", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bigdr.cli",
+        "fit-transform",
+        *METHODS[method],
+        "--no-progress",
+        f"{store}/X",
+        str(out),
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
     seconds = time.perf_counter() - t0
