@@ -153,3 +153,19 @@ def test_a_checked_array_is_not_checked_again():
     bad[999, 2] = np.nan
     with pytest.raises(ValueError, match="row 999, column 2"):
         as_array(as_array(bad), chunk_bytes=8000).sum().compute()
+
+
+def test_a_store_opened_by_as_array_is_opened_again_at_the_chunking_a_pass_asks_for(tmp_path):
+    from bigdr.io.read import source_paths
+
+    X = np.random.default_rng(0).standard_normal((40_000, 4))
+    zarr.create_array(str(tmp_path / "x.zarr"), data=X, chunks=(1000, 4))
+    wide = as_array(str(tmp_path / "x.zarr"))
+    assert wide.numblocks[0] == 1  # the default budget holds every row in one chunk
+    narrow = as_array(wide, chunk_bytes=8 * 4 * 5000)
+    assert max(narrow.chunks[0]) == 5000 and narrow.name != wide.name
+    assert wide.name not in narrow.__dask_graph__().layers  # merged from the storage chunks anew, not sliced
+    np.testing.assert_array_equal(narrow.compute(), X)
+    assert source_paths(narrow) == source_paths(wide)
+    assert as_array(wide) is wide  # the same chunking: the same array
+    assert as_array(wide[:30_000], chunk_bytes=8 * 4 * 5000).shape == (30_000, 4)  # a slice is not the store

@@ -228,6 +228,14 @@ def as_array(
         float32), chunked by rows.
     """
     chunk_bytes = chunk_budget(chunk_bytes)
+    layout = (chunk_bytes, extra_row_bytes, keep_column_chunks)
+    opened = _OPENED.get(X.name) if isinstance(X, da.Array) else None
+    if opened is not None and opened[1] != layout:
+        # A store this function opened, untouched since: open it again at the chunking this pass asks
+        # for. Slicing the first opening's chunks would hold them whole (a landmark pass over 100M rows
+        # opened at 126 MiB chunks peaked at 966 MiB, at its own 32 MiB at 493 MiB).
+        path, dataset, storage_options, check_finite, allow_missing_chunks = opened[0]
+        X = path
     base = None
     if is_anndata_object(X):  # its X (or dataset), or its file when backed
         X, dataset = anndata_source(X, dataset)
@@ -237,6 +245,7 @@ def as_array(
     # (an estimator to the sampling pass, say) must not stack a second one.
     checked = isinstance(X, da.Array) and _is_checked(X)
     source = None
+    X_path = X
     if isinstance(X, (str, Path)):
         if "://" not in str(X):
             source = os.path.realpath(re.sub(r"(?i)(\.(h5|hdf5|hdf)):.*$", r"\1", str(X)))
@@ -334,11 +343,17 @@ def as_array(
         row_chunks = _row_chunks(n, row_bytes, chunk_bytes, base)
     if (row_chunks, tuple(col_chunks)) != arr.chunks:
         arr = arr.rechunk((row_chunks, col_chunks))
-    return with_finite_check(arr) if check_finite and not checked else arr
+    out = with_finite_check(arr) if check_finite and not checked else arr
+    if source is not None:
+        _OPENED[out.name] = ((str(X_path), dataset, storage_options, check_finite, allow_missing_chunks), layout)
+    return out
 
 
 #: Layer name -> the path of the file or store it reads: how an output is checked against its inputs.
 _SOURCES: dict[str, str] = {}
+#: Name of an array :func:`as_array` opened from a path -> how (path, dataset, storage options, finite
+#: check, missing chunks) and its layout (chunk bytes, extra row bytes, column chunks kept).
+_OPENED: dict[str, tuple[tuple[Any, ...], tuple[int, int, bool]]] = {}
 
 
 def source_paths(arr: Any) -> list[str]:
