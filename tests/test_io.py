@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import zarr
 
+import bigdr
 from bigdr import as_array, write_zarr
 from bigdr.io import open_zarr
 
@@ -169,3 +170,5 @@ def test_a_store_opened_by_as_array_is_opened_again_at_the_chunking_a_pass_asks_
     assert source_paths(narrow) == source_paths(wide)
     assert as_array(wide) is wide  # the same chunking: the same array
     assert as_array(wide[:30_000], chunk_bytes=8 * 4 * 5000).shape == (30_000, 4)  # a slice is not the store
+    bigdr.append_zarr(X[:1000], str(tmp_path / "x.zarr"))  # the store grows: the array keeps its rows
+    np.testing.assert_array_equal(as_array(wide, chunk_bytes=8 * 4 * 5000).compute(), X)

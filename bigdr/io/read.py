@@ -234,8 +234,15 @@ def as_array(
         # A store this function opened, untouched since: open it again at the chunking this pass asks
         # for. Slicing the first opening's chunks would hold them whole (a landmark pass over 100M rows
         # opened at 126 MiB chunks peaked at 966 MiB, at its own 32 MiB at 493 MiB).
-        path, dataset, storage_options, check_finite, allow_missing_chunks = opened[0]
-        X = path
+        path, ds, options, finite, missing = opened[0]
+        again = as_array(
+            path, name=name, dataset=ds, storage_options=options, chunk_bytes=chunk_bytes, min_rows=min_rows,
+            check_finite=finite, extra_row_bytes=extra_row_bytes, keep_column_chunks=keep_column_chunks,
+            allow_missing_chunks=missing,
+        )  # fmt: skip
+        if again.shape == X.shape and again.dtype == X.dtype:
+            return again
+        # The store has changed shape since (rows appended): the array stays the rows it was.
     base = None
     if is_anndata_object(X):  # its X (or dataset), or its file when backed
         X, dataset = anndata_source(X, dataset)
