@@ -6,8 +6,8 @@ whose own ``k``-th-neighbour distance ``r_j`` reaches it (reverse edges).
 The reverse edges are looked for where they lie: among the row's nearest
 reference rows from one neighbour query, and the graph neighbours of the
 nearest one. So a row costs one query plus ``O(k p)`` work, as Isomap's
-extension does, and a reference row gets back exactly its fitted kernel row
-and coordinates. A reverse edge from a reference row far from both sets is
+extension does, and a reference row gets back exactly its fitted kernel row,
+and its coordinates to the eigensolver's accuracy. A reverse edge from a reference row far from both sets is
 missed (rare: see ``benchmarks/results/spectral.md`` for the share found).
 Its coordinates are ``phi_k(x) = (1/lambda_k) sum_j M(x, j) phi_k(j)`` with
 ``M(x, .)`` that row normalised like the fitted Markov matrix (for the
