@@ -186,3 +186,58 @@ def test_graph_keeps_the_index_it_was_found_with(manifold_50d, method):
     assert g.index.n_reference_ == len(X) and g.index.method_ == method
     ind, _ = g.index.query_block(X[:50], 6)
     np.testing.assert_array_equal(ind[:, 1:], g.compute()[0][:50])  # the graph's own search
+
+
+def _layers(n, seed=0):
+    """Two rolled-up sheets side by side in 20-D: a search that goes astray lands on the other layer."""
+    from bigdr.datasets import make_swiss_roll
+
+    a = np.asarray(make_swiss_roll(n, noise=0.0, seed=seed)[0])
+    b = np.asarray(make_swiss_roll(n, noise=0.0, seed=seed + 1)[0])
+    Q = np.linalg.qr(np.random.default_rng(seed).standard_normal((20, 6)))[0]
+    return np.ascontiguousarray(np.hstack([a, b]) @ Q.T)
+
+
+def test_far_rows_flags_a_row_beyond_its_neighbours_radii():
+    from bigdr.graph.neighbors import far_rows
+
+    radii = np.array([1.0, 1.0, 1.0, 4.0])
+    ind = np.array([[0, 1], [1, 2], [3, 3]])
+    dist = np.array([[0.5, 0.9], [0.2, 1.6], [3.0, 5.0]], dtype=np.float32)
+    # row 1: 1.6 > 1.5 x median(1, 1); row 2: 5 < 1.5 x 4 (its neighbours are far-reaching themselves)
+    assert far_rows(ind, dist, radii, 2).tolist() == [1]
+    # with radii of the 1st neighbour only, the test reads the first column
+    assert far_rows(ind, dist, radii, 1).tolist() == []
+    assert far_rows(ind[:0], dist[:0], radii, 2).tolist() == []
+
+
+def test_faiss_graph_searches_lost_and_far_rows_again():
+    # A deliberately weak HNSW (4 links, short searches) loses rows in another layer: the graph
+    # searches them again, wider, and never keeps an answer worse than the first.
+    pytest.importorskip("faiss")
+    from bigdr.graph.neighbors import drop_self
+
+    X = _layers(20000)
+    opts = {"hnsw_m": 4, "ef_construction": 8, "ef_search": 1}
+    true = exact_neighbors(X, X, 10, exclude_self=True)[1]
+    index = NeighborIndex(method="faiss", nndescent_kwargs=opts).fit(X)
+    first = drop_self(*index._backend.query(X, 11), np.arange(len(X)))[1]
+    ind, dist = knn_graph(X, 10, method="faiss", nndescent_kwargs=opts).compute()
+    raw_far = int((first[:, -1] > 1.5 * true[:, -1]).sum())
+    far = int((dist[:, -1] > 1.5 * true[:, -1]).sum())
+    assert raw_far > 100 and far < raw_far / 2
+    assert (dist[:, -1] <= first[:, -1] * (1 + 1e-6)).all()
+    assert (ind >= 0).all() and (ind != np.arange(len(X))[:, None]).all()
+
+
+def test_index_with_radii_searches_far_queries_again():
+    pytest.importorskip("faiss")
+    X = _layers(20000)
+    opts = {"hnsw_m": 4, "ef_construction": 8, "ef_search": 1}
+    radii = exact_neighbors(X, X, 10, exclude_self=True)[1][:, -1]
+    index = NeighborIndex(method="faiss", nndescent_kwargs=opts).fit(X)
+    plain = index.query_block(X, 10)[1][:, 0]
+    watched = index.set_radii(radii, 10).query_block(X, 10)[1][:, 0]
+    # a training row queried is its own nearest row (distance 0) once found
+    assert (watched <= plain).all() and (watched == 0).sum() > (plain == 0).sum()
+    assert NeighborIndex(method="faiss").fit(X[:50]).set_radii(None, 0).query_block(X[:5], 3)[1][:, 0].max() == 0

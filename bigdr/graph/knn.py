@@ -24,7 +24,9 @@ from .neighbors import (
     check_metric,
     choose_method,
     drop_self,
+    far_rows,
     query_row_bytes,
+    split_records,
 )
 
 
@@ -108,6 +110,40 @@ class KNNGraph:
         return cls(ind, dist, attrs.get("metric", "euclidean"), attrs.get("method"))
 
 
+def requery_far_rows(Xd: da.Array, index: NeighborIndex, ind: da.Array, dist: da.Array) -> tuple[da.Array, da.Array]:
+    """Search again, wider, the rows of an approximate self-graph whose neighbours lie far off.
+
+    The rows :func:`~bigdr.graph.neighbors.far_rows` names, with every row's k-th distance as its
+    radius. The test needs all of them, so the first graph is held until they are all known
+    (12 bytes a neighbour).
+    """
+    if len(Xd.chunks[1]) != 1:
+        Xd = Xd.rechunk({1: -1})
+    k, n = int(ind.shape[1]), int(ind.shape[0])
+    # Every task gets the whole k-th distance column (index "z" is concatenated). A dask.delayed of
+    # it would be optimised apart from the graph and run the first search a second time.
+    kth = dist[:, -1]
+    index_key = dask.delayed(index, name=index._key_name, traverse=False)
+    rows = da.arange(n, chunks=Xd.chunks[0])
+    record = np.dtype([("i", np.int64, (k,)), ("d", np.float32, (k,))])
+    records = da.blockwise(
+        _requery_block, "i", Xd, "ij", ind, "ik", dist, "ik", kth, "z", rows, "i", index_key, None,
+        concatenate=True, dtype=record, meta=np.empty((0,), dtype=record),
+    )  # fmt: skip
+    return split_records(records, k)
+
+
+def _requery_block(
+    block: np.ndarray, ind: np.ndarray, dist: np.ndarray, kth: np.ndarray, rows: np.ndarray, index: NeighborIndex
+) -> np.ndarray:
+    k = ind.shape[1]
+    ind, dist = ind.copy(), dist.copy()  # dask's blocks of the first graph are shared: not in place
+    index.improve(block, ind, dist, far_rows(ind, dist, kth, k), rows)
+    out = np.empty(len(block), dtype=[("i", np.int64, (k,)), ("d", np.float32, (k,))])
+    out["i"], out["d"] = ind, dist
+    return out
+
+
 def knn_graph(
     X: Any,
     n_neighbors: int = 15,
@@ -171,6 +207,8 @@ def knn_graph(
     if not backend.builds_self_graph:  # an index of all rows, every row queried blockwise
         index = NeighborIndex(metric, chosen, random_state=random_state, nndescent_kwargs=nndescent_kwargs).fit(Xd)
         ind, dist = blockwise_query(Xd, index, k, exclude_self=True)
+        if not index.exact:
+            ind, dist = requery_far_rows(Xd, index, ind, dist)
         return KNNGraph(ind, dist, metric, chosen, index)
     (data,) = compute(Xd)
     found = backend.self_graph(np.ascontiguousarray(data), k, metric, random_state, nndescent_kwargs)

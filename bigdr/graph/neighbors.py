@@ -63,6 +63,18 @@ QUERY_BRUTE_MAX = 4096
 #: cache is 3x faster to fill and select from than one of 2,048 rows (20,000 x 50
 #: reference rows: 84 against 300 us a row on one core), which pages in fresh memory.
 BRUTE_BLOCK_BYTES = 8 * 2**20
+#: A row of an approximate query whose m-th neighbour lies this many times farther than the median
+#: m-th-neighbour distance of its neighbours is searched again (:func:`far_rows`). A row that searched
+#: the wrong part of the index finds another layer of the manifold, a few times its true k-th distance
+#: away (faiss's HNSW on 300,000 rows of a 4-D manifold in 40-D: 11 such rows of its self-graph, up to
+#: 3.3x; this test flagged 20 rows, all 11 among them; one-off). Such edges short-circuit geodesics.
+FAR_ROW_RATIO = 1.5
+#: An approximate search asked again (a row it could not find itself, or one whose neighbours lie far
+#: off) searches this many times as wide. faiss's HNSW (16 links, efSearch 64) on 300,000 rows of a
+#: 4-D manifold in 40-D: 38 rows missed themselves, with neighbours up to 4.2x the true k-th distance
+#: (a layer of the manifold away); searched again with efSearch 256, every one found its true
+#: neighbours (a one-off measurement).
+REQUERY_WIDTH = 4
 
 
 def _nndescent_metrics() -> set[str]:
@@ -134,9 +146,16 @@ class Backend:
     def build(self, reference: np.ndarray) -> None:
         raise NotImplementedError
 
+    #: Whether :meth:`query` finds the true nearest rows (otherwise :meth:`requery` may find nearer ones).
+    exact = True
+
     def query(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Indices and distances of the ``k`` nearest reference rows, ascending."""
         raise NotImplementedError
+
+    def requery(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`query` with a wider search, for rows whose first answer looks wrong."""
+        return self.query(block, k)
 
     #: Whether :meth:`self_graph` builds the graph of all rows directly
     #: (otherwise every row is queried against an index of all rows).
@@ -220,6 +239,8 @@ class BruteBackend(Backend):
 
 
 class NNDescentBackend(Backend):
+    exact = False
+
     def build(self, reference: np.ndarray) -> None:
         from pynndescent import NNDescent
 
@@ -230,8 +251,12 @@ class NNDescentBackend(Backend):
         self._nnd = NNDescent(reference, metric=self.metric, random_state=self.random_state, **kw)
         self._nnd.prepare()
 
-    def query(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        return self._nnd.query(block, k=k, epsilon=self.options.get("query_epsilon", 0.1))
+    def query(self, block: np.ndarray, k: int, width: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        # pynndescent searches within (1 + epsilon) of the k-th distance found: widen epsilon.
+        return self._nnd.query(block, k=k, epsilon=width * self.options.get("query_epsilon", 0.1))
+
+    def requery(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.query(block, k, width=REQUERY_WIDTH)
 
     builds_self_graph = True
 
@@ -249,7 +274,11 @@ class NNDescentBackend(Backend):
 class FaissBackend(Backend):
     """faiss's HNSW index. Options: ``hnsw_m`` (graph degree, 16), ``ef_construction`` (64), ``ef_search`` (64;
     at least twice ``k`` at query time). Measured on manifolds of intrinsic dimension
-    5-12 in 50-784 dimensions: recall@15 at least 0.9998 at 27-35% of the build time of (32, 200)."""
+    5-12 in 50-784 dimensions: recall@15 at least 0.9998 at 27-35% of the build time of (32, 200).
+    The recall is a mean: a few rows in a sparse region can miss their neighbourhood altogether
+    (see :data:`REQUERY_WIDTH`), which :meth:`requery` searches again."""
+
+    exact = False
 
     def build(self, reference: np.ndarray) -> None:
         import faiss
@@ -269,12 +298,16 @@ class FaissBackend(Backend):
         rows = unit_rows(rows) if self.metric == "cosine" else rows
         return np.ascontiguousarray(rows, dtype=np.float32)
 
-    def query(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def query(self, block: np.ndarray, k: int, width: int = 1) -> tuple[np.ndarray, np.ndarray]:
         import faiss
 
-        self._index.hnsw.efSearch = max(int(self.options.get("ef_search", 64)), 2 * k)
+        self._index.hnsw.efSearch = width * max(int(self.options.get("ef_search", 64)), 2 * k)
         faiss.omp_set_num_threads(1)  # one dask task, one thread (as BLAS is capped)
-        score, ind = self._index.search(self._prepare(block), k)
+        q = self._prepare(block)
+        score, ind = self._index.search(q, k)
+        short = np.flatnonzero((ind < 0).any(axis=1))
+        if len(short):  # the graph search ended with fewer than k rows (-1): search the stored rows exactly
+            score[short], ind[short] = faiss.downcast_index(self._index.storage).search(q[short], k)
         if self.metric == "cosine":
             dist = 1.0 - score
         elif self.metric == "euclidean":
@@ -282,6 +315,9 @@ class FaissBackend(Backend):
         else:
             dist = score
         return ind.astype(np.int64), dist
+
+    def requery(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.query(block, k, width=REQUERY_WIDTH)
 
     def __getstate__(self) -> dict:
         # faiss indexes are C++ objects: ship their own serialisation, not a pickle of them.
@@ -452,8 +488,51 @@ class NeighborIndex:
         return self
 
     def query_block(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Exact/approximate k nearest reference rows of each row of ``block`` (numpy; runs on workers)."""
-        ind, dist = self._backend.query(np.asarray(block), k)
+        """Exact/approximate k nearest reference rows of each row of ``block`` (numpy; runs on workers).
+
+        An approximate index given its reference rows' neighbour radii (:meth:`set_radii`) searches
+        again, wider, the rows whose neighbours it finds far beyond those radii (:func:`far_rows`).
+        """
+        block = np.asarray(block)
+        ind, dist = self._backend.query(block, k)
+        ind, dist = ind.astype(np.int64, copy=False), dist.astype(np.float32, copy=False)
+        radii = getattr(self, "radii_", None)
+        if radii is not None and not self.exact:
+            self.improve(block, ind, dist, far_rows(ind, dist, radii, self.radii_k_))
+        return ind, dist
+
+    def improve(
+        self, block: np.ndarray, ind: np.ndarray, dist: np.ndarray, which: np.ndarray, rows: np.ndarray | None = None
+    ) -> None:
+        """Search rows ``which`` of ``block`` again, :data:`REQUERY_WIDTH` times as wide, in place.
+
+        ``ind``, ``dist``: the first answer (k columns); a row keeps it unless the wider search finds a
+        nearer k-th neighbour. ``rows``: the block's own row numbers in the index, for a self-graph
+        (each row's own entry is then dropped).
+        """
+        if not len(which):
+            return
+        k = ind.shape[1]
+        i2, d2 = self.requery_block(block[which], k + (rows is not None))
+        if rows is not None:
+            i2, d2 = drop_self(i2, d2, rows[which])
+        better = d2[:, -1] < dist[which, -1]
+        ind[which[better]], dist[which[better]] = i2[better], d2[better]
+
+    def set_radii(self, radii: np.ndarray | None, k: int) -> NeighborIndex:
+        """The reference rows' ``k``-th-neighbour distances in their own graph (``None``: unknown)."""
+        self.radii_ = None if radii is None else np.asarray(radii, dtype=np.float32)
+        self.radii_k_ = int(k)
+        return self
+
+    @property
+    def exact(self) -> bool:
+        """Whether queries find the true nearest rows (``kdtree``, ``brute``)."""
+        return bool(self._backend.exact)
+
+    def requery_block(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`query_block` searching :data:`REQUERY_WIDTH` times as wide (approximate indexes)."""
+        ind, dist = self._backend.requery(np.asarray(block), k)
         return ind.astype(np.int64, copy=False), dist.astype(np.float32, copy=False)
 
     def radius_pairs(self, block: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
@@ -497,7 +576,13 @@ def _query_records(
     kq = k + 1 if exclude_self else k
     ind, dist = index.query_block(block, kq)
     if exclude_self:
-        ind, dist = drop_self(ind, dist, np.arange(start, start + len(block)))
+        rows = np.arange(start, start + len(block))
+        # A row of an approximate index that its own search did not reach (neither it nor a
+        # duplicate at distance 0) was searched in the wrong place: ask again, wider.
+        lost = np.flatnonzero(~((ind == rows[:, None]).any(axis=1) | (dist[:, 0] <= 0)))
+        ind, dist = drop_self(ind, dist, rows)
+        if not index.exact:
+            index.improve(block, ind, dist, lost, rows)
     out = np.empty(len(block), dtype=[("i", np.int64, (k,)), ("d", np.float32, (k,))])
     out["i"], out["d"] = ind, dist
     return out
@@ -512,6 +597,22 @@ def drop_self(ind: np.ndarray, dist: np.ndarray, rows: np.ndarray) -> tuple[np.n
     keep = np.ones_like(is_self)
     keep[np.arange(n), drop_at] = False
     return ind[keep].reshape(n, k1 - 1), dist[keep].reshape(n, k1 - 1)
+
+
+def far_rows(ind: np.ndarray, dist: np.ndarray, radii: np.ndarray, k_radii: int) -> np.ndarray:
+    """Rows of a neighbour query whose neighbours lie far beyond the reference rows' own radii.
+
+    Row i is far when its m-th neighbour distance exceeds :data:`FAR_ROW_RATIO` times the median
+    radius of its first m neighbours, m = min(k, ``k_radii``), the radii being each reference row's
+    ``k_radii``-th neighbour distance. A row that searched the wrong
+    part of an approximate index (another layer of the manifold) is such a row; so is a row far
+    from all the data, which a wider search gives the same answer.
+    """
+    if not len(ind):
+        return np.zeros(0, dtype=np.int64)
+    m = min(ind.shape[1], k_radii)
+    local = np.median(radii[ind[:, :m]], axis=1)
+    return np.flatnonzero(dist[:, m - 1] > FAR_ROW_RATIO * local)
 
 
 def nearest_other(index: NeighborIndex, rows: np.ndarray) -> np.ndarray:
@@ -532,11 +633,15 @@ def blockwise_query(Xd: da.Array, index: NeighborIndex, k: int, exclude_self: bo
     records = da.map_blocks(
         _query_records, Xd, index_key, k, exclude_self, drop_axis=1, dtype=record, meta=np.empty((0,), dtype=record)
     )
-    ind = records.map_blocks(
-        _field, "i", new_axis=1, chunks=(Xd.chunks[0], (k,)), dtype=np.int64, meta=np.empty((0, 0), np.int64)
-    )
-    dist = records.map_blocks(
-        _field, "d", new_axis=1, chunks=(Xd.chunks[0], (k,)), dtype=np.float32, meta=np.empty((0, 0), np.float32)
+    return split_records(records, k)
+
+
+def split_records(records: da.Array, k: int) -> tuple[da.Array, da.Array]:
+    """The (indices, distances) arrays of a dask array of neighbour records (fields ``i``, ``d``)."""
+    chunks = (records.chunks[0], (k,))
+    ind, dist = (
+        da.map_blocks(_field, records, f, new_axis=1, chunks=chunks, dtype=t, meta=np.empty((0, 0), t))
+        for f, t in (("i", np.int64), ("d", np.float32))
     )
     return ind, dist
 

@@ -22,11 +22,21 @@ class GeodesicExtension(Extension):
     """The reference index, its geodesics and the triangulation: what a worker needs to place rows."""
 
     def __init__(
-        self, index: NeighborIndex, geodesics: np.ndarray, tri: Triangulation, k: int, radius: float | None
+        self,
+        index: NeighborIndex,
+        geodesics: np.ndarray,
+        tri: Triangulation,
+        k: int,
+        radius: float | None,
+        graph_distances: np.ndarray | None = None,
     ) -> None:
         # ~32 MiB of row x landmark geodesics per piece
         super().__init__(tri.pinv.shape[1], max(256, (32 << 20) // (4 * geodesics.shape[1])))
-        self.index = index
+        # The reference rows' k-th-neighbour distances in their kNN graph (None: a radius graph, or a
+        # model saved without it): an approximate index then searches again a row that lands far
+        # beyond them, as a wrong far neighbour would short-circuit the row's geodesics.
+        radii = None if graph_distances is None else graph_distances[:, -1]
+        self.index = index.set_radii(radii, 0 if graph_distances is None else graph_distances.shape[1])
         self.geodesics = geodesics
         self.tri = tri
         self.k = k

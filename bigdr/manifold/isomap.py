@@ -372,7 +372,7 @@ class Isomap(SklearnSearch, ExtensionEstimator):
         assert tri.spectrum is not None  # set by geodesic_mds (None only when rebuilt from a saved model)
         self.eigenvalues_ = tri.spectrum.values
         self.negative_mass_ = tri.spectrum.negative_mass
-        self._ext = GeodesicExtension(index, G, tri, self._attach_k(len(ref)), self.radius)
+        self._ext = self._placement(index, G, tri, len(ref))
         self.n_samples_seen_ = n
         self.reference_cap_ = self._cap(mode, len(ref) - (0 if given is None else len(given)))
         self._reset_drift()
@@ -564,7 +564,7 @@ class Isomap(SklearnSearch, ExtensionEstimator):
         self.eigenvalues_, self.negative_mass_ = tri.spectrum.values, tri.spectrum.negative_mass
         self.intrinsic_dimension_ = intrinsic_dimension(upd.distances)
         self.drift_threshold_ = empirical_threshold(upd.distances[:, 0])
-        self._ext = GeodesicExtension(upd.index, G, tri, self._attach_k(len(upd.rows)), self.radius)
+        self._ext = self._placement(upd.index, G, tri, len(upd.rows))
         self._set_residual_variance(G, tri, landmarks, eligible)
 
     def _drift_rule(self) -> tuple[float, str]:
@@ -575,11 +575,12 @@ class Isomap(SklearnSearch, ExtensionEstimator):
         """A loaded model: rebuild the index from the stored reference rows."""
         tri = Triangulation(self.triangulation_, self.landmark_sq_mean_, None)
         index = NeighborIndex(self._metric(), self._search(), queried=True).fit(self.reference_rows_)
-        return GeodesicExtension(index, self.geodesics_, tri, self._attach_k(len(self.reference_rows_)), self.radius)
+        return self._placement(index, self.geodesics_, tri, len(self.reference_rows_))
 
-    def _attach_k(self, n_ref: int) -> int:
-        """Reference rows a new row is attached through."""
-        return min(RADIUS_ATTACH if self.radius is not None else int(self.n_neighbors or 1), n_ref)
+    def _placement(self, index: NeighborIndex, G: np.ndarray, tri: Triangulation, n_ref: int) -> GeodesicExtension:
+        # A new row is attached through k reference rows; graph_distances_ is None for a radius graph.
+        k = min(RADIUS_ATTACH if self.radius is not None else int(self.n_neighbors or 1), n_ref)
+        return GeodesicExtension(index, G, tri, k, self.radius, self.__dict__.get("graph_distances_"))
 
     def summary(self) -> dict[str, Any]:
         return {

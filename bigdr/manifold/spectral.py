@@ -342,7 +342,10 @@ class _SpectralBase(ExtensionEstimator):
         metric = self._fitted("metric_", lambda: self.metric)
         method = self._fitted("neighbor_method_", lambda: self.neighbor_method)
         index = NeighborIndex(metric, method, self.seed_, queried=True)
-        index.fit(self.reference_rows_)
+        # The reference rows' radii: an approximate index searches again a row that lands beyond them.
+        index.fit(self.reference_rows_).set_radii(
+            self.neighbor_radius_, int(self._fitted("n_neighbors_", lambda: self.n_neighbors))
+        )
         k_query = min(len(self.reference_rows_), int(self.max_degree_) + 2)
         return NystromExtension(
             index=index,
