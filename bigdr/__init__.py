@@ -49,6 +49,7 @@ __all__ = sorted(_ESTIMATORS) + [
     "johnson_lindenstrauss_min_dim",
     "knn_graph",
     "load",
+    "metrics",
     "select_landmarks",
     "use_scheduler",
     "write_obsm",
@@ -65,8 +66,12 @@ def __getattr__(name: str) -> Any:
         from .manifold.diffusion_map import diffusion_distance
 
         return diffusion_distance
+    if name == "metrics":  # imported on first use, as the estimators are
+        import importlib
+
+        return importlib.import_module(".metrics", __name__)
     raise AttributeError(f"module 'bigdr' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_ESTIMATORS) | {"diffusion_distance"})
+    return sorted(set(globals()) | set(_ESTIMATORS) | {"diffusion_distance", "metrics"})

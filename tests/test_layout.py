@@ -38,6 +38,7 @@ LAYERS = {
     "bigdr.blockwise": 3,
     "bigdr.graph": 4,
     "bigdr.base": 5,
+    "bigdr.metrics": 5,
     "bigdr.decomposition": 6,
     "bigdr.manifold": 6,
     "bigdr.curves": 6,

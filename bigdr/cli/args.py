@@ -247,6 +247,7 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
     _add_update(sub)
     _add_info(sub)
     _add_plot(sub)
+    _add_evaluate(sub)
     _add_demo(sub)
     return parser
 
@@ -439,6 +440,27 @@ def _add_plot(sub: Any) -> None:
     _common(pl)
 
 
+def _add_evaluate(sub: Any) -> None:
+    """The ``evaluate`` command."""
+    e = sub.add_parser(
+        "evaluate",
+        help="measure how faithful an embedding is (trustworthiness, continuity, R_NX, ...)",
+        description="Neighbourhood measures of EMBEDDING against INPUT with standard errors: every row a query up "
+        "to 20,000 rows, else a uniform sample of queries ranked among all rows in two passes over both stores.",
+    )
+    e.add_argument("input", help="the data: zarr store, .npy, HDF5 or AnnData file")
+    e.add_argument("embedding", nargs="+", help="one embedding of INPUT's rows, or several to compare")
+    e.add_argument("--k", default="10,30,100", metavar="K1,K2,...", help="neighbourhood sizes (default 10,30,100)")
+    e.add_argument("--queries", default="auto", metavar="N", help="query rows: a number, 'all' or 'auto' (default)")
+    e.add_argument("--metric", default="euclidean", choices=["euclidean", "sqeuclidean", "cosine"])
+    e.add_argument("--seed", type=int, default=0, help="seeds the queries (the same for every embedding)")
+    e.add_argument("--dataset", default=None, help="array inside the INPUT group")
+    e.add_argument("--embedding-dataset", default=None, help="array inside each EMBEDDING group")
+    e.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON (a new file)")
+    e.add_argument("--overwrite", action="store_true", help="replace a JSON file that bigdr wrote")
+    _common(e)
+
+
 def _add_demo(sub: Any) -> None:
     """The ``demo`` command."""
     d = sub.add_parser(
@@ -452,6 +474,13 @@ def _add_demo(sub: Any) -> None:
     d.add_argument("-p", "--n-features", type=int, default=100)
     d.add_argument("--seed", type=int, default=0)
     _common(d)
+
+
+def input_file(input_path: str) -> str:
+    """The file or store an input argument names (``file.h5:/dataset`` -> ``file.h5``)."""
+    import re
+
+    return re.sub(r"(?i)(\.(h5|hdf5|hdf)):.*$", r"\1", str(input_path))
 
 
 def user_message(exc: BaseException) -> str:

@@ -16,7 +16,17 @@ from pathlib import Path
 
 from .._version import __version__
 from ..registry import METHODS, make_estimator, suggest, with_capability
-from .args import USER_ERRORS, CommandLineError, build_parser, cli_words, dataset_of, method_options, user_message
+from .args import (
+    USER_ERRORS,
+    CommandLineError,
+    build_parser,
+    cli_words,
+    dataset_of,
+    input_file,
+    method_options,
+    user_message,
+)
+from .evaluate import cmd_evaluate
 from .info import cmd_info, read_key
 
 
@@ -53,13 +63,6 @@ def _cmd_generate(args) -> int:
     )
     print(f"wrote {args.kind} data, {args.n_samples} rows, to {path} ({time.perf_counter() - t0:.1f} s)")
     return 0
-
-
-def _input_file(input_path) -> str:
-    """The file or store an input argument names (``file.h5:/dataset`` -> ``file.h5``)."""
-    import re
-
-    return re.sub(r"(?i)(\.(h5|hdf5|hdf)):.*$", r"\1", str(input_path))
 
 
 #: ``-k`` when not given, for the methods that have ``n_components`` (the others are left without it).
@@ -111,7 +114,7 @@ def _fit_transform(
             raise ValueError(f"{flag} {what}: it applies to --method {takers}, not {method}.")
     if model_key is not None and not save_model:
         raise ValueError("--model-key-file signs the model written by --save-model; add --save-model PATH.")
-    inputs = [_input_file(input_path)]
+    inputs = [input_file(input_path)]
     if (output is None) == (obsm is None):
         raise ValueError("Give an OUTPUT store or --obsm KEY (into the input AnnData store), one of them.")
     if obsm is not None:
@@ -270,7 +273,7 @@ def _cmd_transform(args) -> int:
     from ..io import append_zarr, batch_identity, check_growable, check_output, check_repeat, write_zarr
 
     model = _load_model(args.model, args.model_key_file)
-    inputs = [_input_file(args.input), args.model]
+    inputs = [input_file(args.input), args.model]
     append = args.append and Path(args.output).exists()
     if append:
         check_growable(args.output, inputs)
@@ -305,7 +308,7 @@ def _cmd_update(args) -> int:
 
     key = read_key(args.model_key_file)
     model = _load_model(args.model, args.model_key_file)
-    inputs = [_input_file(args.new_rows), args.model]
+    inputs = [input_file(args.new_rows), args.model]
     if args.embedding:
         check_growable(args.embedding, inputs)
     if args.policy == "refresh" and not hasattr(model, "partial_fit"):
@@ -431,7 +434,7 @@ def _cmd_plot(args) -> int:
     if colour_path and ":" in Path(colour_path).name:
         colour_path, _, col = colour_path.rpartition(":")
         column = int(col)
-    inputs = [_input_file(args.embedding)] + ([_input_file(colour_path)] if colour_path else [])
+    inputs = [input_file(args.embedding)] + ([input_file(colour_path)] if colour_path else [])
     final = check_output(args.output, "png", overwrite=args.overwrite, inputs=inputs)
     Y = as_array(args.embedding, dataset=args.dataset, name="embedding", min_rows=1)
     colour = None
@@ -456,6 +459,7 @@ COMMANDS = {
     "transform": _cmd_transform,
     "update": _cmd_update,
     "info": cmd_info,
+    "evaluate": cmd_evaluate,
     "demo": _cmd_demo,
 }
 

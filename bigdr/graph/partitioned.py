@@ -41,7 +41,8 @@ import numpy as np
 from .._random import resolve_seed
 from ..core.distances import pairwise_distances, unit_rows
 from ..runtime.compute import compute, parallelism
-from .neighbors import BACKENDS, choose_method, drop_self
+from .backends import BACKENDS
+from .neighbors import choose_method, drop_self
 
 #: Metrics the routing's triangle-inequality bound holds for (sqeuclidean and
 #: cosine are routed as euclidean distances, of the rows or of unit rows).

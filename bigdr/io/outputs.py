@@ -27,8 +27,10 @@ import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-#: What an output is: a zarr store of arrays, a saved model, a PNG figure.
-KINDS = ("store", "model", "png", "anndata")
+#: What an output is: a zarr store of arrays, a saved model, a PNG figure, AnnData, a JSON report.
+KINDS = ("store", "model", "png", "anndata", "report")
+#: The key a JSON report bigdr writes carries (so that ``overwrite`` may replace it).
+REPORT_MARKER = "bigdr-report"
 
 #: Suffixes of single files that a store or model (a directory) must not be named with.
 _FILE_SUFFIXES = {".npy", ".npz", ".h5", ".hdf5", ".hdf", ".png", ".jpg", ".jpeg", ".pdf", ".svg", ".csv", ".txt"}
@@ -84,6 +86,14 @@ def written_by_bigdr(path: Path, kind: str) -> bool:
             with open(path, "rb") as fh:
                 return path.is_file() and fh.read(8) == _PNG_MAGIC
         except OSError:
+            return False
+    if kind == "report":
+        try:
+            import json
+
+            with open(path) as fh:
+                return path.is_file() and REPORT_MARKER in json.load(fh)
+        except (OSError, ValueError):
             return False
     if kind == "anndata" and path.is_file():
         try:
@@ -141,7 +151,7 @@ def check_output(
     ----------
     path : str or Path
         The output.
-    kind : {"store", "model", "png", "anndata"}
+    kind : {"store", "model", "png", "anndata", "report"}
         What will be written there; decides which existing object may be replaced.
     overwrite : bool
         Replace an existing output that bigdr wrote.
@@ -174,10 +184,13 @@ def check_output(
         )
     final = Path(path)
     suffix = final.suffix.lower()
-    what = {"store": "zarr store", "model": "saved model", "png": "PNG figure", "anndata": "AnnData file"}[kind]
+    what = {"store": "zarr store", "model": "saved model", "png": "PNG figure", "anndata": "AnnData file",
+            "report": "JSON report"}[kind]  # fmt: skip
     article = "an" if what[0] in "AEIOU" else "a"
     if kind == "png" and suffix != ".png":
         raise ValueError(f"{final} is to be a PNG figure; give it a name ending in .png.")
+    if kind == "report" and suffix != ".json":
+        raise ValueError(f"{final} is to be a JSON report; give it a name ending in .json.")
     if kind == "anndata" and suffix in _FILE_SUFFIXES:
         raise ValueError(f"{final} is to be AnnData; name it .h5ad (a file) or .zarr (a store).")
     if kind in ("store", "model") and suffix in _FILE_SUFFIXES:

@@ -1,0 +1,284 @@
+"""Search back ends of :class:`bigdr.graph.neighbors.NeighborIndex`: one class per method.
+
+Back ends
+---------
+``"kdtree"`` (:class:`KDTreeBackend`)
+    Exact, ``scipy.spatial.cKDTree`` (Minkowski metrics; cosine through unit
+    vectors). Fast in low dimension.
+``"nndescent"`` (:class:`NNDescentBackend`)
+    Approximate, pynndescent (NN-descent of Dong, Moses & Li 2011 with
+    random-projection-tree initialisation); any metric pynndescent offers.
+    Its numba code compiles on first use in every process (see
+    ``docs/neighbors.md``).
+``"faiss"`` (:class:`FaissBackend`)
+    Approximate, faiss's HNSW graph (Malkov & Yashunin 2018) on float32
+    rows; euclidean, squared euclidean and cosine. Compiled ahead (a wheel):
+    no compilation at run time. Optional dependency ``faiss-cpu``.
+``"brute"`` (:class:`BruteBackend`)
+    Exact, blockwise distance matrices against the reference rows; any
+    metric of ``scipy.spatial.distance.cdist``. For small reference sets.
+``"auto"``
+    ``kdtree`` when the metric allows it and the dimension is at most
+    ``KDTREE_MAX_DIM``; ``brute`` for small reference sets in high dimension;
+    else ``faiss`` for its metrics (when installed) and ``nndescent`` for the
+    rest. Thresholds and the reasons in ``benchmarks/results/neighbors.md``.
+
+A new back end is one subclass of :class:`Backend` added to ``BACKENDS``.
+
+References
+----------
+Dong, W., Moses, C. & Li, K. (2011). Efficient k-nearest neighbor graph
+construction for generic similarity measures. Proc. WWW 2011, 577-586.
+doi:10.1145/1963405.1963487
+
+Malkov, Y. A. & Yashunin, D. A. (2018). Efficient and robust approximate
+nearest neighbor search using hierarchical navigable small world graphs.
+IEEE Trans. Pattern Analysis and Machine Intelligence 42(4), 824-836.
+doi:10.1109/TPAMI.2018.2889473
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.distances import CDIST_NAMES, KDTREE_METRICS, paired_distances, unit_rows
+from ..runtime.compute import local_threads
+
+#: Bytes of the distance block of a brute-force query piece: a block that stays in
+#: cache is 3x faster to fill and select from than one of 2,048 rows (20,000 x 50
+#: reference rows: 84 against 300 us a row on one core), which pages in fresh memory.
+BRUTE_BLOCK_BYTES = 8 * 2**20
+#: An approximate search asked again (a row it could not find itself, or one whose neighbours lie far
+#: off) searches this many times as wide. faiss's HNSW (16 links, efSearch 64) on 300,000 rows of a
+#: 4-D manifold in 40-D: 38 rows missed themselves, with neighbours up to 4.2x the true k-th distance
+#: (a layer of the manifold away); searched again with efSearch 256, every one found its true
+#: neighbours (a one-off measurement).
+REQUERY_WIDTH = 4
+
+
+def nndescent_metrics() -> set[str]:
+    try:
+        from pynndescent.distances import named_distances
+    except ImportError:  # pragma: no cover - pynndescent is a dependency
+        return set()
+    return set(named_distances)
+
+
+def faiss_available() -> bool:
+    """Whether faiss can be imported (looked up without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("faiss") is not None
+
+
+class Backend:
+    """One search method: built on reference rows, queried with numpy blocks (on workers)."""
+
+    def __init__(self, metric: str, random_state: int | None = None, options: dict | None = None) -> None:
+        self.metric = metric
+        self.random_state = random_state
+        self.options = dict(options or {})
+
+    def build(self, reference: np.ndarray) -> None:
+        raise NotImplementedError
+
+    #: Whether :meth:`query` finds the true nearest rows (otherwise :meth:`requery` may find nearer ones).
+    exact = True
+
+    def query(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Indices and distances of the ``k`` nearest reference rows, ascending."""
+        raise NotImplementedError
+
+    def requery(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`query` with a wider search, for rows whose first answer looks wrong."""
+        return self.query(block, k)
+
+    #: Whether :meth:`self_graph` builds the graph of all rows directly
+    #: (otherwise every row is queried against an index of all rows).
+    builds_self_graph = False
+
+    @classmethod
+    def self_graph(
+        cls, data: np.ndarray, k: int, metric: str, random_state: int | None, options: dict | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The (k + 1)-neighbour graph of ``data`` itself (each row among its own neighbours)."""
+        raise NotImplementedError
+
+
+class KDTreeBackend(Backend):
+    def build(self, reference: np.ndarray) -> None:
+        from scipy.spatial import cKDTree
+
+        data = unit_rows(reference) if self.metric == "cosine" else reference
+        self._tree = cKDTree(data, balanced_tree=False, compact_nodes=False)
+
+    def query(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        q = unit_rows(block) if self.metric == "cosine" else block
+        dist, ind = self._tree.query(q, k=k, p=KDTREE_METRICS[self.metric])
+        dist, ind = dist.reshape(len(block), k), ind.reshape(len(block), k)
+        if self.metric == "cosine":  # chord length -> cosine distance
+            dist = dist**2 / 2
+        return ind, dist
+
+    def radius_pairs(self, block: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
+        """Every (row of ``block``, reference row) pair closer than ``radius``, as two index arrays."""
+        from scipy.spatial import cKDTree
+
+        if self.metric != "euclidean":
+            raise ValueError(f"Radius queries are euclidean; this index uses {self.metric!r}.")
+        pairs = cKDTree(block).sparse_distance_matrix(self._tree, radius, output_type="ndarray")
+        return pairs["i"].astype(np.int64, copy=False), pairs["j"].astype(np.int64, copy=False)
+
+
+class BruteBackend(Backend):
+    def build(self, reference: np.ndarray) -> None:
+        self._reference = reference
+        self._ref_sq = np.einsum("ij,ij->i", reference, reference)
+        self._unit = unit_rows(reference) if self.metric == "cosine" else None
+
+    def query(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        ind = np.empty((len(block), k), dtype=np.int64)
+        dist = np.empty((len(block), k))
+        step = int(np.clip(BRUTE_BLOCK_BYTES // (8 * max(len(self._reference), 1)), 16, 2048))
+        for s in range(0, len(block), step):
+            q = block[s : s + step]
+            ind[s : s + len(q)], dist[s : s + len(q)] = self._rows(q, k)
+        return ind, dist
+
+    def _rows(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact k nearest reference rows of the rows of ``q`` by full distance rows."""
+        from scipy.spatial.distance import cdist
+
+        ref = self._reference
+        if self.metric in ("euclidean", "sqeuclidean", "cosine"):
+            # Rank by a gemm (|q|^2 + |r|^2 - 2 q r^T: BLAS speed, 20-50x cdist
+            # in 50-D), in the reference rows' own precision (a float64 query
+            # against float32 rows would copy them to float64 for every piece),
+            # then recompute the chosen distances exactly in float64 so the
+            # cancellation of that formula never reaches the result.
+            qr = q.astype(ref.dtype, copy=False) if ref.dtype.kind == "f" else q
+            if self._unit is not None:
+                score = -(unit_rows(qr) @ self._unit.T)
+            else:
+                score = qr @ ref.T
+                score *= -2.0
+                score += self._ref_sq
+        else:
+            score = cdist(q, ref, metric=CDIST_NAMES.get(self.metric, self.metric))
+        if k < score.shape[1]:
+            cand = np.argpartition(score, k - 1, axis=1)[:, :k]
+        else:
+            cand = np.tile(np.arange(score.shape[1]), (len(q), 1))
+        exact = paired_distances(q, ref, cand, self.metric)
+        order = np.argsort(exact, axis=1, kind="stable")
+        return np.take_along_axis(cand, order, axis=1), np.take_along_axis(exact, order, axis=1)
+
+
+class NNDescentBackend(Backend):
+    exact = False
+
+    def build(self, reference: np.ndarray) -> None:
+        from pynndescent import NNDescent
+
+        kw = {k: v for k, v in self.options.items() if k not in ("query_epsilon", "build_threads")}
+        if "build_threads" in self.options:
+            kw.setdefault("n_jobs", int(self.options["build_threads"]))
+        kw.setdefault("n_neighbors", 30)
+        self._nnd = NNDescent(reference, metric=self.metric, random_state=self.random_state, **kw)
+        self._nnd.prepare()
+
+    def query(self, block: np.ndarray, k: int, width: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        # pynndescent searches within (1 + epsilon) of the k-th distance found: widen epsilon.
+        return self._nnd.query(block, k=k, epsilon=width * self.options.get("query_epsilon", 0.1))
+
+    def requery(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.query(block, k, width=REQUERY_WIDTH)
+
+    builds_self_graph = True
+
+    @classmethod
+    def self_graph(
+        cls, data: np.ndarray, k: int, metric: str, random_state: int | None, options: dict | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        from pynndescent import NNDescent
+
+        nnd = NNDescent(data, n_neighbors=k + 1, metric=metric, random_state=random_state, **dict(options or {}))
+        ind, dist = nnd.neighbor_graph
+        return ind, dist
+
+
+class FaissBackend(Backend):
+    """faiss's HNSW index. Options: ``hnsw_m`` (graph degree, 16), ``ef_construction`` (64), ``ef_search`` (64;
+    at least twice ``k`` at query time). Measured on manifolds of intrinsic dimension
+    5-12 in 50-784 dimensions: recall@15 at least 0.9998 at 27-35% of the build time of (32, 200).
+    The recall is a mean: a few rows in a sparse region can miss their neighbourhood altogether
+    (see :data:`REQUERY_WIDTH`), which :meth:`requery` searches again."""
+
+    exact = False
+
+    def build(self, reference: np.ndarray) -> None:
+        import faiss
+
+        data = self._prepare(reference)
+        metric = faiss.METRIC_INNER_PRODUCT if self.metric == "cosine" else faiss.METRIC_L2
+        index = faiss.IndexHNSWFlat(data.shape[1], int(self.options.get("hnsw_m", 16)), metric)
+        index.hnsw.efConstruction = int(self.options.get("ef_construction", 64))
+        # A build inside a dask task gets the task's one thread; one in this process, the
+        # scheduler's threads (OMP_NUM_THREADS=1, set to keep BLAS to a thread per task, would
+        # otherwise leave the others idle: 1M x 50 rows, 78 s on one thread, 43 s on two).
+        faiss.omp_set_num_threads(int(self.options.get("build_threads") or local_threads()))
+        index.add(data)
+        self._index = index
+
+    def _prepare(self, rows: np.ndarray) -> np.ndarray:
+        rows = unit_rows(rows) if self.metric == "cosine" else rows
+        return np.ascontiguousarray(rows, dtype=np.float32)
+
+    def query(self, block: np.ndarray, k: int, width: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        import faiss
+
+        self._index.hnsw.efSearch = width * max(int(self.options.get("ef_search", 64)), 2 * k)
+        faiss.omp_set_num_threads(1)  # one dask task, one thread (as BLAS is capped)
+        q = self._prepare(block)
+        score, ind = self._index.search(q, k)
+        short = np.flatnonzero((ind < 0).any(axis=1))
+        if len(short):  # the graph search ended with fewer than k rows (-1): search the stored rows exactly
+            score[short], ind[short] = faiss.downcast_index(self._index.storage).search(q[short], k)
+        if self.metric == "cosine":
+            dist = 1.0 - score
+        elif self.metric == "euclidean":
+            dist = np.sqrt(np.maximum(score, 0))
+        else:
+            dist = score
+        return ind.astype(np.int64), dist
+
+    def requery(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.query(block, k, width=REQUERY_WIDTH)
+
+    def __getstate__(self) -> dict:
+        # faiss indexes are C++ objects: ship their own serialisation, not a pickle of them.
+        import faiss
+
+        state = dict(self.__dict__)
+        if "_index" in state:
+            state["_index"] = faiss.serialize_index(state["_index"])
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        if "_index" in state:
+            import faiss
+
+            state["_index"] = faiss.deserialize_index(state["_index"])
+        self.__dict__.update(state)
+
+
+#: Metrics the faiss back end computes.
+FAISS_METRICS = ("euclidean", "sqeuclidean", "cosine")
+
+BACKENDS: dict[str, type[Backend]] = {
+    "kdtree": KDTreeBackend,
+    "brute": BruteBackend,
+    "nndescent": NNDescentBackend,
+    "faiss": FaissBackend,
+}
+SEARCH_METHODS = ("auto", *BACKENDS)
