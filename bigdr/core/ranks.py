@@ -76,23 +76,8 @@ def tile_balls(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     tiles = rows.reshape(T, TILE_ROWS, p)
     centres = tiles.mean(axis=1)
     radii = np.sqrt(((tiles - centres[:, None, :]) ** 2).sum(axis=2).max(axis=1))
-    return centres, radii * (1 + 1e-12) + 1e-12 * np.linalg.norm(centres, axis=1)
-
-
-def centre_distances(q: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper bounds of the distances between the rows of ``q`` and ``c`` (m x tiles each).
-
-    Exact differences in few dimensions; in many, a gemm, whose rounding the bounds allow for.
-    """
-    if q.shape[1] <= 32:
-        d = np.sqrt(((q[:, None, :] - c[None, :, :]) ** 2).sum(axis=2))
-        # rounding of the differences: far below any gap between distances that ranks see
-        slack = 1e-12 * (np.linalg.norm(q, axis=1)[:, None] + np.linalg.norm(c, axis=1)[None, :])
-        return np.maximum(d - slack, 0.0), d + slack
-    qq, cc = np.einsum("ij,ij->i", q, q)[:, None], np.einsum("ij,ij->i", c, c)[None, :]
-    d2 = qq + cc - 2.0 * (q @ c.T)
-    slack = 1e-10 * q.shape[1] * (qq + cc)
-    return np.sqrt(np.maximum(d2 - slack, 0.0)), np.sqrt(np.maximum(d2 + slack, 0.0))
+    # rounding of the differences: far below any gap between distances that ranks see
+    return np.ascontiguousarray(centres), radii * (1 + 1e-12) + 1e-12 * np.linalg.norm(centres, axis=1)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -126,11 +111,29 @@ def _squared(points: np.ndarray, cols: np.ndarray, q: int, r0: int, r1: int, out
             out[r] += t * t
 
 
+@numba.njit(nogil=True, cache=True)
+def _centre(points: np.ndarray, q: int, centres: np.ndarray, t: int) -> float:
+    """Distance from query ``q`` to the centre of tile ``t``."""
+    s = 0.0
+    for c in range(centres.shape[1]):
+        d = points[q, c] - centres[t, c]
+        s += d * d
+    return np.sqrt(s)
+
+
 @numba.njit(nogil=True, cache=True, inline="always")
 def _below(centre: float, radius: float) -> float:
-    """A lower bound of the squared distance to a tile from the distance to its centre."""
-    g = centre - radius
+    """A lower bound of the squared distance to a tile's rows from the distance to its centre (rounding
+    allowed for: a sum of squares is exact to a few units in 1e-16 of itself)."""
+    g = centre * (1 - 1e-12) - radius
     return g * g if g > 0 else 0.0
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _above(centre: float, radius: float) -> float:
+    """An upper bound of the squared distance to a tile's rows."""
+    g = centre * (1 + 1e-12) + radius
+    return g * g
 
 
 @numba.njit(nogil=True, cache=True)
@@ -145,22 +148,22 @@ def nearest_in_block(
 ) -> None:
     """Push the block's rows into each query's two heaps (in place).
 
-    ``blk = (xq, yq, qrow, xb, yb, rows, cdx, cdy, rx, ry)``: the queries
+    ``blk = (xq, yq, qrow, xb, yb, rows, gx, gy, rx, ry)``: the queries
     (m x p, m x d) and their row numbers (a query is not its own
     neighbour); the block by column (p x b, d x b) in tile order and its row
-    numbers; lower bounds of the distances from the queries to the tiles'
-    centres (m x tiles, :func:`centre_distances`) and the tiles' radii.
+    numbers; the centres of its tiles' balls (tiles x p, tiles x d) and their
+    radii in either space.
     ``hx, ix, ox``: the ``X`` heap (m x K: squared distance, row, squared
     ``Y`` distance); ``hy, iy, oy`` the ``Y`` heap. A heap may start filled
     with a bound (row ``2^63 - 1``): rows beyond it never enter.
     """
-    xq, yq, qrow, xb, yb, rows, cdx, cdy, rx, ry = blk
+    xq, yq, qrow, xb, yb, rows, gx, gy, rx, ry = blk  # g: the tiles' centres
     m, b = yq.shape[0], yb.shape[1]
     bx, by = np.empty(TILE_ROWS), np.empty(TILE_ROWS)
-    for t in range(cdx.shape[1]):
+    for t in range(gx.shape[0]):
         r0, r1 = t * TILE_ROWS, min(b, (t + 1) * TILE_ROWS)
         for q in range(m):
-            if _below(cdx[q, t], rx[t]) > hx[q, 0] and _below(cdy[q, t], ry[t]) > hy[q, 0]:
+            if _below(_centre(xq, q, gx, t), rx[t]) > hx[q, 0] and _below(_centre(yq, q, gy, t), ry[t]) > hy[q, 0]:
                 continue
             _fill(xq, yq, xb, yb, q, r0, r1, bx, by)
             for r in range(r0, r1):
@@ -192,8 +195,6 @@ def _first_above(t: np.ndarray, jt: np.ndarray, s: float, j: int) -> int:
 @numba.njit(nogil=True, cache=True)
 def count_closer(
     blk: tuple,
-    udx: np.ndarray,
-    udy: np.ndarray,
     self_tile: np.ndarray,
     tx: np.ndarray,
     jx: np.ndarray,
@@ -204,9 +205,8 @@ def count_closer(
 ) -> None:
     """Count, per query, the block's rows below each threshold (in place).
 
-    ``blk`` as for :func:`nearest_in_block`; ``udx, udy``: upper bounds of
-    the distances to the centres (``cdx, cdy`` are lower ones); ``self_tile[q]``:
-    the tile holding query ``q``'s own row, or -1. ``tx, jx`` (m x K, ascending by
+    ``blk`` as for :func:`nearest_in_block`; ``self_tile[q]``: the tile
+    holding query ``q``'s own row, or -1. ``tx, jx`` (m x K, ascending by
     ``(distance, row)``): squared ``X`` distances and row numbers of the
     thresholds; ``cx[q, a]`` gains the rows ``r`` with ``(|x_q - x_r|^2, r)``
     at or above threshold ``a - 1`` and below threshold ``a``, so the running
@@ -215,18 +215,18 @@ def count_closer(
     counted. A tile wholly beyond the last thresholds is skipped; one wholly
     within the first is counted whole.
     """
-    xq, yq, qrow, xb, yb, rows, cdx, cdy, rx, ry = blk
+    xq, yq, qrow, xb, yb, rows, gx, gy, rx, ry = blk  # g: the tiles' centres
     m, b = yq.shape[0], yb.shape[1]
     K = tx.shape[1]
     bx, by = np.empty(TILE_ROWS), np.empty(TILE_ROWS)
-    for t in range(cdx.shape[1]):
+    for t in range(gx.shape[0]):
         r0, r1 = t * TILE_ROWS, min(b, (t + 1) * TILE_ROWS)
         for q in range(m):
             lastx, lasty = tx[q, K - 1], ty[q, K - 1]
-            lbx, lby = _below(cdx[q, t], rx[t]), _below(cdy[q, t], ry[t])
-            if lbx > lastx and lby > lasty:
+            dcx, dcy = _centre(xq, q, gx, t), _centre(yq, q, gy, t)
+            if _below(dcx, rx[t]) > lastx and _below(dcy, ry[t]) > lasty:
                 continue
-            ubx, uby = (udx[q, t] + rx[t]) ** 2, (udy[q, t] + ry[t]) ** 2
+            ubx, uby = _above(dcx, rx[t]), _above(dcy, ry[t])
             own = 1 if self_tile[q] == t else 0
             whole_x, whole_y = ubx < tx[q, 0], uby < ty[q, 0]
             if whole_x:

@@ -13,7 +13,6 @@ from ..blockwise.reduce import tree_reduce
 from ..core.distances import unit_rows
 from ..core.ranks import (
     TILE_ROWS,
-    centre_distances,
     count_closer,
     nearest_in_block,
     sorted_heap,
@@ -22,6 +21,10 @@ from ..core.ranks import (
 )
 from ..runtime.compute import compute
 
+#: Bytes of a block of both spaces' rows (it is copied twice, in tile order and by column).
+BLOCK_BYTES = 32 * 2**20
+#: Bytes of the query x query distances the start bounds hold at a time.
+BOUND_PIECE_BYTES = 64 * 2**20
 #: Metrics whose ranks are those of euclidean distances (cosine: of unit rows).
 RANK_METRICS = ("euclidean", "sqeuclidean", "cosine")
 
@@ -42,22 +45,20 @@ class Ranks:
     n: int
 
 
-def _tiled(block: np.ndarray, start: int, queries: tuple, p: int) -> tuple[tuple, tuple]:
-    """A block in tile order by column, its row numbers, the tiles' balls and the queries' distances to
-    them, and the tile of each query's own row (-1: not in this block)."""
+def _tiled(block: np.ndarray, start: int, queries: tuple, p: int) -> tuple[tuple, np.ndarray]:
+    """The kernels' view of a block (in tile order by column, its row numbers, the tiles' balls), and the
+    tile of each query's own row (-1: not in this block)."""
     xq, yq, qrow = queries
     block = np.asarray(block, dtype=np.float64)
     order = tile_order(block[:, p:])
     block = block[order]
     xb, yb = np.ascontiguousarray(block[:, :p].T), np.ascontiguousarray(block[:, p:].T)
     (cx, rx), (cy, ry) = tile_balls(xb), tile_balls(yb)
-    (lx, ux), (ly, uy) = centre_distances(xq, cx), centre_distances(yq, cy)
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
     inside = (qrow >= start) & (qrow < start + len(order))
     self_tile = np.where(inside, position[np.clip(qrow - start, 0, len(order) - 1)] // TILE_ROWS, -1)
-    blk = (xq, yq, qrow, xb, yb, start + order.astype(np.int64), lx, ly, rx, ry)
-    return blk, (ux, uy, self_tile)
+    return (xq, yq, qrow, xb, yb, start + order.astype(np.int64), cx, cy, rx, ry), self_tile
 
 
 def _nearest_state(block: np.ndarray, start: int, queries: tuple, bounds: tuple) -> tuple:
@@ -83,10 +84,10 @@ def _merge_nearest(a: tuple, b: tuple) -> tuple:
 
 def _count_state(block: np.ndarray, start: int, queries: tuple, thresholds: tuple) -> tuple:
     xq, yq, qrow = queries
-    blk, (ux, uy, self_tile) = _tiled(block, start, queries, xq.shape[1])
+    blk, self_tile = _tiled(block, start, queries, xq.shape[1])
     tx, jx, ty, jy = thresholds
     cx, cy = np.zeros(tx.shape, np.int64), np.zeros(ty.shape, np.int64)
-    count_closer(blk, ux, uy, self_tile, tx, jx, ty, jy, cx, cy)
+    count_closer(blk, self_tile, tx, jx, ty, jy, cx, cy)
     return cx, cy
 
 
@@ -99,10 +100,9 @@ def _start_bounds(xq: np.ndarray, yq: np.ndarray, K: int) -> tuple[np.ndarray, n
     out = []
     for q in (xq, yq):
         kth = np.empty(m)
-        for s in range(0, m, 1024):
-            d = ((q[s : s + 1024, None, :] - q[None, :, :]) ** 2).sum(axis=2) if q.shape[1] <= 32 else None
-            if d is None:
-                d = np.maximum(centre_distances(q[s : s + 1024], q)[1] ** 2, 0.0)
+        step = max(1, BOUND_PIECE_BYTES // (8 * m * q.shape[1]))
+        for s in range(0, m, step):
+            d = ((q[s : s + step, None, :] - q[None, :, :]) ** 2).sum(axis=2)
             d[np.arange(len(d)), np.arange(s, s + len(d))] = np.inf  # not itself
             kth[s : s + len(d)] = np.partition(d, K - 1, axis=1)[:, K - 1]
         kth = kth * (1 + 1e-6) + 1e-300  # the passes sum in another order: rounding must not cut a true neighbour
@@ -126,6 +126,7 @@ def neighbour_ranks(Xd: da.Array, Yd: da.Array, queries: np.ndarray, K: int, met
     Yd = Yd.rechunk({0: Xd.chunks[0], 1: -1})
     Z = da.concatenate([Xd.rechunk({1: -1}).astype(np.float64), Yd.astype(np.float64)], axis=1)
     p = Xd.shape[1]
+    Z = Z.rechunk({0: max(TILE_ROWS, BLOCK_BYTES // (8 * Z.shape[1]))})  # tiles and their copies stay small
     (rows,) = compute(Z[queries])
     rows = np.asarray(rows, dtype=np.float64)
     q = (np.ascontiguousarray(rows[:, :p]), np.ascontiguousarray(rows[:, p:]), np.asarray(queries, np.int64))
