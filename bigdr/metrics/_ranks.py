@@ -100,9 +100,15 @@ def _start_bounds(xq: np.ndarray, yq: np.ndarray, K: int) -> tuple[np.ndarray, n
     out = []
     for q in (xq, yq):
         kth = np.empty(m)
-        step = max(1, BOUND_PIECE_BYTES // (8 * m * q.shape[1]))
+        few = q.shape[1] <= 32  # exact differences; in many coordinates a gemm, its rounding added on top
+        step = max(1, BOUND_PIECE_BYTES // (8 * m * (q.shape[1] if few else 4)))
+        sq = np.einsum("ij,ij->i", q, q)
         for s in range(0, m, step):
-            d = ((q[s : s + step, None, :] - q[None, :, :]) ** 2).sum(axis=2)
+            if few:
+                d = ((q[s : s + step, None, :] - q[None, :, :]) ** 2).sum(axis=2)
+            else:
+                scale = sq[s : s + step, None] + sq[None, :]
+                d = scale - 2.0 * (q[s : s + step] @ q.T) + 1e-10 * q.shape[1] * scale
             d[np.arange(len(d)), np.arange(s, s + len(d))] = np.inf  # not itself
             kth[s : s + len(d)] = np.partition(d, K - 1, axis=1)[:, K - 1]
         kth = kth * (1 + 1e-6) + 1e-300  # the passes sum in another order: rounding must not cut a true neighbour
