@@ -132,13 +132,16 @@ def neighbour_ranks(Xd: da.Array, Yd: da.Array, queries: np.ndarray, K: int, met
     Yd = Yd.rechunk({0: Xd.chunks[0], 1: -1})
     Z = da.concatenate([Xd.rechunk({1: -1}).astype(np.float64), Yd.astype(np.float64)], axis=1)
     p = Xd.shape[1]
-    Z = Z.rechunk({0: max(TILE_ROWS, BLOCK_BYTES // (8 * Z.shape[1]))})  # tiles and their copies stay small
+    target = max(TILE_ROWS, BLOCK_BYTES // (8 * Z.shape[1]))
+    if max(Z.chunks[0]) > target:  # tiles and their copies stay small
+        Z = Z.rechunk({0: target})
     (rows,) = compute(Z[queries])
     rows = np.asarray(rows, dtype=np.float64)
     q = (np.ascontiguousarray(rows[:, :p]), np.ascontiguousarray(rows[:, p:]), np.asarray(queries, np.int64))
     shared = dask.delayed(q, traverse=False)
     bounds = dask.delayed(_start_bounds(q[0], q[1], K), traverse=False)
-    near = tree_reduce(Z, _nearest_state, _merge_nearest, with_offset=True, shared=(shared, bounds))
+    # Fan-in 2: a state is 6 m x K arrays (48 MB for 10,000 queries and K = 100); fewer are alive at once.
+    near = tree_reduce(Z, _nearest_state, _merge_nearest, split_every=2, with_offset=True, shared=(shared, bounds))
     (heaps,) = compute(near)
     xd, xi, xo = sorted_heap(*heaps[:3])
     yd, yi, yo = sorted_heap(*heaps[3:])
@@ -149,7 +152,12 @@ def neighbour_ranks(Xd: da.Array, Yd: da.Array, queries: np.ndarray, K: int, met
         np.ascontiguousarray(np.take_along_axis(a, o, 1)) for a, o in ((yo, px), (yi, px), (xo, py), (xi, py))
     )
     counts = tree_reduce(
-        Z, _count_state, _add, with_offset=True, shared=(shared, dask.delayed(thresholds, traverse=False))
+        Z,
+        _count_state,
+        _add,
+        split_every=2,
+        with_offset=True,
+        shared=(shared, dask.delayed(thresholds, traverse=False)),
     )
     (cx, cy) = compute(counts)[0]
     rank_x_of_y = np.empty_like(cx)
@@ -170,4 +178,8 @@ def check_pair(X: Any, Y: Any) -> tuple[da.Array, da.Array]:
             f"The embedding has {Yd.shape[0]} rows and the data {Xd.shape[0]}; give the embedding of these rows, "
             f"in their order."
         )
-    return Xd, Yd
+    # A block is held three more times in float64 (both spaces, in tile order, by column): stores are
+    # opened again at chunks that leave room for that (a 10M-row store's own 128 MiB chunks,
+    # split afterwards, held 2 GB).
+    extra = 3 * 8 * (Xd.shape[1] + Yd.shape[1])
+    return as_array(Xd, name="X", extra_row_bytes=extra), as_array(Yd, name="the embedding", extra_row_bytes=extra)
