@@ -109,18 +109,35 @@ def _merge_bins(a: _Bins, b: _Bins) -> _Bins:
     return _Bins(a.counts + b.counts, a.sums + b.sums)
 
 
-def _bin_block(block: np.ndarray, extent: tuple, bins: int, colour: str, categories: np.ndarray) -> _Bins:
+def _bin_block(block: np.ndarray, extent: tuple, shape: tuple[int, int], colour: str, categories: np.ndarray) -> _Bins:
     x0, x1, y0, y1 = extent
-    ix = np.clip(((block[:, 0] - x0) / (x1 - x0) * bins).astype(np.int64), 0, bins - 1)
-    iy = np.clip(((block[:, 1] - y0) / (y1 - y0) * bins).astype(np.int64), 0, bins - 1)
-    flat = iy * bins + ix
+    ny, nx = shape
+    ix = np.clip(((block[:, 0] - x0) / (x1 - x0) * nx).astype(np.int64), 0, nx - 1)
+    iy = np.clip(((block[:, 1] - y0) / (y1 - y0) * ny).astype(np.int64), 0, ny - 1)
+    flat = iy * nx + ix
     if colour == "categorical":
         code = np.searchsorted(categories, block[:, 2])
-        counts = np.bincount(code * bins * bins + flat, minlength=len(categories) * bins * bins)
-        return _Bins(counts.reshape(len(categories), bins, bins), np.zeros(0))
-    counts = np.bincount(flat, minlength=bins * bins).reshape(bins, bins)
-    sums = np.zeros(0) if colour == "none" else np.bincount(flat, block[:, 2], bins * bins).reshape(bins, bins)
+        counts = np.bincount(code * ny * nx + flat, minlength=len(categories) * ny * nx)
+        return _Bins(counts.reshape(len(categories), ny, nx), np.zeros(0))
+    counts = np.bincount(flat, minlength=ny * nx).reshape(ny, nx)
+    sums = np.zeros(0) if colour == "none" else np.bincount(flat, block[:, 2], ny * nx).reshape(ny, nx)
     return _Bins(counts, sums)
+
+
+def square_pixels(lo: np.ndarray, hi: np.ndarray, bins: int) -> tuple[tuple, tuple[int, int]]:
+    """The extent and the (rows, columns) of a grid of square pixels: ``bins`` along the longer side.
+
+    An embedding drawn with equal scale on both axes: an elliptic cloud stays elliptic and an
+    unrolled swiss roll of 92 x 23 stays four times as long as it is wide. The shorter side gets at
+    least 16 pixels (a line of points is still a picture); its extent grows to a whole number of them,
+    centred on the data.
+    """
+    span = np.where(hi > lo, hi - lo, 1.0)
+    pixel = float(span.max()) * (1 + 1e-9) / bins
+    n = np.maximum(np.ceil(span * (1 + 1e-9) / pixel).astype(int), 16)
+    pad = (n * pixel - span) / 2
+    a, b = lo - pad, lo - pad + n * pixel
+    return (float(a[0]), float(b[0]), float(a[1]), float(b[1])), (int(n[1]), int(n[0]))
 
 
 def bin_embedding(
@@ -173,11 +190,10 @@ def bin_embedding(
         lo, hi = compute(lo, hi)
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
         raise ValueError("The embedding holds NaN or infinite values; they cannot be drawn.")
-    span = np.where(hi > lo, hi - lo, 1.0)
-    extent = (lo[0], lo[0] + span[0] * (1 + 1e-9), lo[1], lo[1] + span[1] * (1 + 1e-9))
+    extent, shape = square_pixels(lo, hi, int(bins))
 
     def block_fn(block: np.ndarray) -> _Bins:
-        return _bin_block(block, extent, bins, colour, categories)
+        return _bin_block(block, extent, shape, colour, categories)
 
     (grid,) = compute(tree_reduce(cols, block_fn, _merge_bins))
     return grid, extent, categories, int(Yd.shape[0])
@@ -188,7 +204,7 @@ def _density_image(fig: Any, ax: Any, counts: np.ndarray, extent: Any, cmap: str
     from matplotlib.colors import LogNorm
 
     shown = np.where(counts > 0, counts, np.nan)
-    im = ax.imshow(shown, origin="lower", extent=extent, aspect="auto", interpolation="nearest", cmap=cmap,
+    im = ax.imshow(shown, origin="lower", extent=extent, aspect="equal", interpolation="nearest", cmap=cmap,
                    norm=LogNorm(vmin=1, vmax=max(float(np.nanmax(shown)), 1.0)))  # fmt: skip
     fig.colorbar(im, ax=ax, label="rows per pixel")
 
@@ -220,7 +236,8 @@ def embedding(
     path : the PNG to write
     color_by : array-like, dask array or path of n numbers (values or category codes), optional
     categorical : whether ``color_by`` holds categories
-    bins : pixels per side; ``"auto"``: ``sqrt(n) / 2`` within 100..800
+    bins : pixels along the longer side (pixels are square: both axes have one scale);
+        ``"auto"``: ``sqrt(n) / 2`` within 100..800
     """
     import matplotlib
 
@@ -240,13 +257,13 @@ def embedding(
         rgba = palette[np.argmax(grid.counts, axis=0)].copy()
         shade = np.log1p(total) / max(np.log1p(total.max()), 1e-12)
         rgba[..., 3] = np.where(total > 0, 0.25 + 0.75 * shade, 0.0)
-        ax.imshow(rgba, origin="lower", extent=shown, aspect="auto", interpolation="nearest")
+        ax.imshow(rgba, origin="lower", extent=shown, aspect="equal", interpolation="nearest")
         labels = [f"{v:g}" for v in categories]
         ax.legend(handles=[Patch(color=palette[i], label=labels[i]) for i in range(len(categories))],
                   loc="best", fontsize=7, title="category")  # fmt: skip
     elif colour == "continuous":
         mean = np.where(grid.counts > 0, grid.sums / np.maximum(grid.counts, 1), np.nan)
-        im = ax.imshow(mean, origin="lower", extent=shown, aspect="auto", interpolation="nearest", cmap="viridis")
+        im = ax.imshow(mean, origin="lower", extent=shown, aspect="equal", interpolation="nearest", cmap="viridis")
         fig.colorbar(im, ax=ax, label="mean colour value per pixel")
     else:
         _density_image(fig, ax, grid.counts, shown, "magma")

@@ -21,10 +21,11 @@ def test_grid_equals_numpy_histogram(roll):
     Y, t = roll
     grid, extent, _, n = bin_embedding(da.from_array(Y, chunks=(7_000, 2)), bins=64)
     assert n == len(Y) and grid.counts.sum() == len(Y)
-    expected, _, _ = np.histogram2d(Y[:, 1], Y[:, 0], bins=64, range=[extent[2:], extent[:2]])
+    assert max(grid.counts.shape) == 64  # square pixels: 64 along the longer side
+    expected, _, _ = np.histogram2d(Y[:, 1], Y[:, 0], bins=grid.counts.shape, range=[extent[2:], extent[:2]])
     np.testing.assert_array_equal(grid.counts, expected)
     grid, _, _, _ = bin_embedding(Y, color_by=t, bins=64)
-    sums, _, _ = np.histogram2d(Y[:, 1], Y[:, 0], bins=64, range=[extent[2:], extent[:2]], weights=t)
+    sums, _, _ = np.histogram2d(Y[:, 1], Y[:, 0], bins=grid.counts.shape, range=[extent[2:], extent[:2]], weights=t)
     np.testing.assert_allclose(grid.sums, sums, rtol=1e-12)
 
 
@@ -32,8 +33,22 @@ def test_categories_counted_per_pixel(roll):
     Y, t = roll
     codes = np.digitize(t, np.quantile(t, [1 / 3, 2 / 3]))  # three categories
     grid, _, categories, _ = bin_embedding(Y, color_by=codes, categorical=True, bins=32)
-    assert categories.tolist() == [0, 1, 2] and grid.counts.shape == (3, 32, 32)
+    assert categories.tolist() == [0, 1, 2] and grid.counts.shape[0] == 3 and max(grid.counts.shape[1:]) == 32
     np.testing.assert_array_equal(grid.counts.sum(axis=(1, 2)), np.bincount(codes))
+
+
+def test_pixels_are_square_so_shapes_keep_their_proportions():
+    from bigdr.plot import square_pixels
+
+    rng = np.random.default_rng(0)
+    Y = rng.standard_normal((20_000, 2)) * [92.0, 23.0]  # an unrolled roll's proportions
+    grid, extent, _, _ = bin_embedding(Y, bins=200)
+    ny, nx = grid.counts.shape
+    assert nx == 200 and abs(ny / nx - np.ptp(Y[:, 1]) / np.ptp(Y[:, 0])) < 0.02
+    assert (extent[1] - extent[0]) / nx == pytest.approx((extent[3] - extent[2]) / ny, rel=1e-12)
+    assert extent[0] <= Y[:, 0].min() and extent[1] >= Y[:, 0].max() and extent[2] <= Y[:, 1].min()
+    # a line of points still gets a picture 16 pixels high
+    assert square_pixels(np.zeros(2), np.array([10.0, 0.0]), 100)[1] == (16, 100)
 
 
 def _colours(path):
