@@ -432,7 +432,8 @@ def _add_plot(sub: Any) -> None:
                     help="one number per row: a store (its first column, or COLUMN)")  # fmt: skip
     pl.add_argument("--color-dataset", default=None, help="array inside the --color-by group (e.g. coords)")
     pl.add_argument("--categorical", action="store_true", help="--color-by holds category codes (at most 20)")
-    pl.add_argument("--bins", type=int, default=None, help="pixels per side (default sqrt(rows)/2 within 100..800)")
+    pl.add_argument("--bins", type=int, default=None,
+                    help="pixels along the longer side, square (default sqrt(rows)/2 within 100..800)")  # fmt: skip
     pl.add_argument("--title", default=None)
     pl.add_argument("--columns", default="0,1", metavar="I,J", help="the two columns drawn (default 0,1)")
     pl.add_argument("--dataset", default=None, help="array inside the EMBEDDING group")
