@@ -151,6 +151,16 @@ def test_nan_in_either_is_refused():
         evaluate(da.from_array(X, chunks=30), da.from_array(Y, chunks=30), 5, n_queries=10)
 
 
+def test_assess_scores_a_fitted_model_on_its_own_embedding(held_out):
+    from bigdr.metrics import assess
+
+    X, _ = held_out
+    model = bigdr.Isomap(n_components=2, n_neighbors=10).fit(X)
+    report = assess(model, da.from_array(X, chunks=200), (5, 10), n_queries=None)
+    direct = evaluate(X, np.asarray(model.transform(X)), (5, 10), n_queries=None)
+    assert report.values == direct.values and report.exact
+
+
 def test_evaluate_command(held_out, tmp_path, capsys):
     import json
 
