@@ -175,6 +175,24 @@ def evaluate(
     QualityReport
         ``values`` and ``errors`` of every measure (module docstring) at every K.
 
+    Notes
+    -----
+    With ``r_X(i, j)`` the rank of row ``j`` by distance to query ``i`` in
+    ``X`` and ``N_Y(i)`` the query's K nearest rows in ``Y``, trustworthiness
+    is ``1 - 2 / (K (2n - 3K - 1)) sum_{j in N_Y(i) \\ N_X(i)} (r_X(i, j) - K)``
+    averaged over queries; every other rank measure is likewise a mean of a
+    per-query value (:func:`bigdr.metrics._measures.per_query`), so a uniform
+    sample of queries estimates it without bias, with the standard error of a
+    mean of a sample drawn without replacement.
+
+    References
+    ----------
+    Venna, J. & Kaski, S. (2001). Neighborhood preservation in nonlinear
+    projection methods: an experimental study. ICANN 2001, 485-491.
+
+    Lee, J. A. & Verleysen, M. (2009). Quality assessment of dimensionality
+    reduction: rank-based criteria. Neurocomputing 72(7-9), 1431-1443.
+
     Examples
     --------
     >>> import numpy as np, bigdr
