@@ -136,6 +136,14 @@ def test_bad_input(kwargs, match):
         evaluate(**args)
 
 
+def test_sparse_data_is_refused_with_the_way_out():
+    import scipy.sparse as sp
+
+    X = sp.random(200, 50, density=0.1, format="csr", random_state=0)
+    with pytest.raises(TypeError, match="X is sparse.*PCA or TruncatedSVD"):
+        evaluate(X, np.zeros((200, 2)), 5)
+
+
 def test_nan_in_either_is_refused():
     rng = np.random.default_rng(0)
     X, Y = rng.standard_normal((100, 3)), rng.standard_normal((100, 2))

@@ -170,7 +170,14 @@ def neighbour_ranks(Xd: da.Array, Yd: da.Array, queries: np.ndarray, K: int, met
 def check_pair(X: Any, Y: Any) -> tuple[da.Array, da.Array]:
     """The data and its embedding as dask arrays with the same rows, or a clear error."""
     from ..io import as_array
+    from ..io.sparse import is_sparse_input
 
+    for what, A in (("X", X), ("the embedding", Y)):
+        if is_sparse_input(A):
+            raise TypeError(
+                f"{what} is sparse; the measures compare dense rows. Evaluate against a PCA or TruncatedSVD of the "
+                f"data (as scanpy's neighbours are found in X_pca), or pass a dense array for small data."
+            )
     Xd = as_array(X, name="X", min_rows=2)
     Yd = as_array(Y, name="the embedding", min_rows=2)
     if Xd.shape[0] != Yd.shape[0]:
