@@ -276,6 +276,51 @@ def embedding(
     return str(path)
 
 
+def quality(reports: Any, path: str | os.PathLike, *, title: str | None = None) -> str:
+    """A PNG of embedding quality: the ``R_NX(K)`` curves on a log K axis, and the co-ranking block.
+
+    ``reports``: a :class:`bigdr.metrics.QualityReport`, or a dict of them by name (several
+    embeddings of the same rows, their curves drawn together; the block shown is the first's).
+    The co-ranking block counts (query, row) pairs by the row's rank in the data (rows) and in
+    the embedding (columns), on a log colour scale: a good embedding keeps the mass on the
+    diagonal.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
+
+    named = reports if isinstance(reports, dict) else {"embedding": reports}
+    if not named:
+        raise ValueError("quality() needs at least one report.")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8), dpi=120)
+    for name, r in named.items():
+        K = np.arange(1, len(r.r_nx) + 1)
+        left.plot(K, r.r_nx, lw=1.5, label=f"{name} (AUC {r.auc:.3f} ± {r.auc_error:.3f})")
+    left.set_xscale("log")
+    left.set_xlabel("K (neighbours)")
+    left.set_ylabel("R_NX(K)")
+    left.set_ylim(min(0.0, min(min(r.r_nx) for r in named.values())), 1.0)
+    left.legend(loc="best", fontsize=8)
+    first_name, first = next(iter(named.items()))
+    Q = np.asarray(first.coranking, dtype=np.float64)
+    shown = np.where(Q > 0, Q, np.nan)
+    im = right.imshow(shown, origin="upper", cmap="viridis", interpolation="nearest", aspect="equal",
+                      extent=(0.5, Q.shape[1] + 0.5, Q.shape[0] + 0.5, 0.5),
+                      norm=LogNorm(vmin=1, vmax=max(float(np.nanmax(shown)) if Q.any() else 1.0, 1.0)))  # fmt: skip
+    fig.colorbar(im, ax=right, label="pairs")
+    right.set_xlabel("rank in the embedding")
+    right.set_ylabel("rank in the data")
+    right.set_title(f"co-ranking block ({first_name})", fontsize=9)
+    mode = "exact" if first.exact else f"{first.n_queries:,} queries"
+    fig.suptitle(title or f"Embedding quality, {first.n_rows:,} rows ({mode})")
+    fig.tight_layout()
+    fig.savefig(path, format="png", metadata={"Software": "bigdr"})
+    plt.close(fig)
+    return str(path)
+
+
 class Biplot(NamedTuple):
     """What :func:`biplot` drew."""
 

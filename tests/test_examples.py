@@ -16,6 +16,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
         ("streaming_isomap.py", ["{out}", "20000"], "streaming.png"),
         ("embed_and_draw.py", ["{out}", "20000"], "embedding.png"),
         ("single_cell_atlas.py", ["{out}", "3000", "300"], "pca.png"),
+        ("compare_embeddings.py", ["{out}", "5000"], "quality.png"),
     ],
 )
 def test_example_runs(script, args, produces, tmp_path):

@@ -136,6 +136,19 @@ def test_bad_input(kwargs, match):
         evaluate(**args)
 
 
+def test_coranking_block_holds_the_shared_neighbours(held_out):
+    X, Y = held_out
+    r = evaluate(X, Y, (5, 20), n_queries=None, distances=False)
+    Q = np.asarray(r.coranking)
+    assert Q.shape == (20, 20)
+    # pairs with both ranks <= K are Q_NX(K) * K per query
+    for k in (5, 20):
+        assert Q[:k, :k].sum() == round(r.values["q_nx"][k] * k * len(X))
+    # a perfect embedding puts every pair on the diagonal
+    perfect = np.asarray(evaluate(X, X, 10, n_queries=None, distances=False).coranking)
+    assert np.trace(perfect) == perfect.sum() == 10 * len(X)
+
+
 def test_sparse_data_is_refused_with_the_way_out():
     import scipy.sparse as sp
 
@@ -180,7 +193,9 @@ def test_evaluate_command(held_out, tmp_path, capsys):
     np.save(tmp_path / "r.npy", np.random.default_rng(0).standard_normal(Y.shape))
     out = tmp_path / "q.json"
     args = [str(tmp_path / "x.npy"), str(tmp_path / "y.npy"), str(tmp_path / "r.npy"), "--k", "5,20"]
-    assert main(["evaluate", *args, "--json", str(out), "--no-progress"]) == 0
+    png = tmp_path / "q.png"
+    assert main(["evaluate", *args, "--json", str(out), "--plot", str(png), "--no-progress"]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not list(tmp_path.glob(".*partial*"))
     text = capsys.readouterr().out
     assert "trustworthiness" in text and "Ranked by the area under R_NX" in text
     got = json.load(open(out))["embeddings"][str(tmp_path / "y.npy")]

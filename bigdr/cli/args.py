@@ -458,7 +458,8 @@ def _add_evaluate(sub: Any) -> None:
     e.add_argument("--dataset", default=None, help="array inside the INPUT group")
     e.add_argument("--embedding-dataset", default=None, help="array inside each EMBEDDING group")
     e.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON (a new file)")
-    e.add_argument("--overwrite", action="store_true", help="replace a JSON file that bigdr wrote")
+    e.add_argument("--plot", default=None, metavar="PNG", help="also draw the R_NX(K) curves and the co-ranking block")
+    e.add_argument("--overwrite", action="store_true", help="replace a JSON or PNG file that bigdr wrote")
     _common(e)
 
 

@@ -33,10 +33,13 @@ def cmd_evaluate(args) -> int:
     from .args import input_file
 
     ks, n_queries = _ks(args.k), _queries(args.queries)
-    final = None
+    final = picture = None
+    inputs = [input_file(args.input)] + [input_file(e) for e in args.embedding]
     if args.json:  # checked before any work
-        inputs = [input_file(args.input)] + [input_file(e) for e in args.embedding]
         final = check_output(args.json, "report", overwrite=args.overwrite, inputs=inputs)
+    if args.plot:
+        others = [final] if final is not None else []
+        picture = check_output(args.plot, "png", overwrite=args.overwrite, inputs=inputs, others=others)
     X = as_array(args.input, dataset=args.dataset, name="input")
     embeddings = [as_array(e, dataset=args.embedding_dataset, name="embedding") for e in args.embedding]
     for path, Y in zip(args.embedding, embeddings):
@@ -51,6 +54,17 @@ def cmd_evaluate(args) -> int:
         reports[path] = report
     if len(reports) > 1:
         _compare(reports, ks)
+    if picture is not None:
+        from ..plot import quality
+
+        fd, tmp = tempfile.mkstemp(dir=picture.parent, prefix=f".{picture.name}.", suffix=".partial.png")
+        os.close(fd)
+        try:
+            quality(reports, tmp)
+            publish(Path(tmp), picture, args.overwrite)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        print(f"drawn to {picture}")
     if final is not None:
         out = {
             REPORT_MARKER: "evaluate",

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from ._measures import RANK_MEASURES, auc_log_k, pair_measures, per_query, r_nx_curve
+from ._measures import RANK_MEASURES, auc_log_k, coranking_block, pair_measures, per_query, r_nx_curve
 from ._ranks import RANK_METRICS, check_pair, neighbour_ranks
 
 __all__ = ["QualityReport", "assess", "continuity", "evaluate", "trustworthiness"]
@@ -69,7 +69,10 @@ class QualityReport:
     ``values[name][K]`` and ``errors[name][K]`` for the rank measures;
     ``auc``/``auc_error``: area under ``R_NX(K)`` (log K); ``pairs`` and
     ``pair_errors``: ``stress`` and ``shepard_spearman``; ``r_nx``: the mean
-    ``R_NX(K)`` curve for K = 1, 2, ...
+    ``R_NX(K)`` curve for K = 1, 2, ...; ``coranking``: the co-ranking matrix's
+    block of ranks up to the largest K, summed over the queries
+    (:func:`bigdr.metrics._measures.coranking_block`). :func:`bigdr.plot.quality`
+    draws the curve and the block.
     """
 
     n_rows: int
@@ -83,6 +86,7 @@ class QualityReport:
     pairs: dict[str, float] = field(default_factory=dict)
     pair_errors: dict[str, float] = field(default_factory=dict)
     r_nx: list[float] = field(default_factory=list)
+    coranking: list[list[int]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain types, for JSON."""
@@ -98,6 +102,7 @@ class QualityReport:
             "pairs": self.pairs,
             "pair_errors": self.pair_errors,
             "r_nx_curve": self.r_nx,
+            "coranking_block": self.coranking,
         }
 
     def to_json(self, path: str) -> None:
@@ -224,6 +229,7 @@ def evaluate(
     auc, auc_error = _mean_error(auc_log_k(curve), n)
     report = QualityReport(n, len(queries), len(queries) == n, ks, values, errors, auc, auc_error)
     report.r_nx = [float(v) for v in curve.mean(axis=0)]
+    report.coranking = coranking_block(ranks).tolist()
     if distances:
         report.pairs, report.pair_errors = _pairs(Xd, Yd, queries, metric, random_state)
     return report

@@ -77,6 +77,21 @@ def r_nx_curve(r: Ranks) -> np.ndarray:
     return ((n - 1) * inter[:, keep] / Ks[keep] - Ks[keep]) / (n - 1 - Ks[keep])
 
 
+def coranking_block(r: Ranks) -> np.ndarray:
+    """The co-ranking matrix's upper-left K_max x K_max block, summed over the queries.
+
+    ``Q[k - 1, l - 1]`` counts the (query, row) pairs whose row is the query's k-th nearest in the
+    data and l-th nearest in the embedding (Lee & Verleysen 2009): mass on the diagonal is kept
+    rank, below it intrusions (brought closer), above it extrusions.
+    """
+    m, K = r.rank_y_of_x.shape
+    a = np.broadcast_to(np.arange(K), (m, K))
+    inside = r.rank_y_of_x <= K
+    Q = np.zeros((K, K), dtype=np.int64)
+    np.add.at(Q, (a[inside], r.rank_y_of_x[inside] - 1), 1)
+    return Q
+
+
 def auc_log_k(curve: np.ndarray) -> np.ndarray:
     """Area under ``R_NX(K)`` with a log scale for K: ``sum R_NX(K) / K / sum 1 / K`` (per row)."""
     w = 1.0 / np.arange(1, curve.shape[1] + 1)
