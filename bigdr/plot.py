@@ -277,13 +277,14 @@ def embedding(
 
 
 def quality(reports: Any, path: str | os.PathLike, *, title: str | None = None) -> str:
-    """A PNG of embedding quality: the ``R_NX(K)`` curves on a log K axis, and the co-ranking block.
+    """A PNG of embedding quality: ``R_NX(K)`` curves on a log K axis, the co-ranking block, a Shepard diagram.
 
     ``reports``: a :class:`bigdr.metrics.QualityReport`, or a dict of them by name (several
     embeddings of the same rows, their curves drawn together; the block shown is the first's).
     The co-ranking block counts (query, row) pairs by the row's rank in the data (rows) and in
     the embedding (columns), on a log colour scale: a good embedding keeps the mass on the
-    diagonal.
+    diagonal. The Shepard diagram is the density of the query pairs' distances, data against
+    embedding (the first report's, when it has them).
     """
     import matplotlib
 
@@ -294,7 +295,7 @@ def quality(reports: Any, path: str | os.PathLike, *, title: str | None = None) 
     named = reports if isinstance(reports, dict) else {"embedding": reports}
     if not named:
         raise ValueError("quality() needs at least one report.")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8), dpi=120)
+    fig, (left, right, third) = plt.subplots(1, 3, figsize=(16, 4.8), dpi=120)
     for name, r in named.items():
         K = np.arange(1, len(r.r_nx) + 1)
         left.plot(K, r.r_nx, lw=1.5, label=f"{name} (AUC {r.auc:.3f} ± {r.auc_error:.3f})")
@@ -313,6 +314,16 @@ def quality(reports: Any, path: str | os.PathLike, *, title: str | None = None) 
     right.set_xlabel("rank in the embedding")
     right.set_ylabel("rank in the data")
     right.set_title(f"co-ranking block ({first_name})", fontsize=9)
+    dx, dy = np.asarray(first.shepard, dtype=np.float64).reshape(2, -1)
+    if dx.size:
+        H, xe, ye = np.histogram2d(dx, dy, bins=120)
+        third.imshow(np.where(H.T > 0, H.T, np.nan), origin="lower", extent=(xe[0], xe[-1], ye[0], ye[-1]),
+                     aspect="auto", cmap="magma", norm=LogNorm(vmin=1, vmax=max(float(H.max()), 1.0)))  # fmt: skip
+        third.set_title(f"Shepard diagram ({first_name}, {dx.size:,} pairs)", fontsize=9)
+    else:
+        third.text(0.5, 0.5, "no pairs (distances=False)", ha="center", va="center", transform=third.transAxes)
+    third.set_xlabel("distance in the data")
+    third.set_ylabel("distance in the embedding")
     mode = "exact" if first.exact else f"{first.n_queries:,} queries"
     fig.suptitle(title or f"Embedding quality, {first.n_rows:,} rows ({mode})")
     fig.tight_layout()

@@ -71,8 +71,10 @@ class QualityReport:
     ``pair_errors``: ``stress`` and ``shepard_spearman``; ``r_nx``: the mean
     ``R_NX(K)`` curve for K = 1, 2, ...; ``coranking``: the co-ranking matrix's
     block of ranks up to the largest K, summed over the queries
-    (:func:`bigdr.metrics._measures.coranking_block`). :func:`bigdr.plot.quality`
-    draws the curve and the block.
+    (:func:`bigdr.metrics._measures.coranking_block`); ``shepard``: the query
+    pairs' distances in the data and in the embedding (2 x pairs; not in
+    :meth:`to_dict`). :func:`bigdr.plot.quality` draws the curve, the block and
+    the Shepard diagram.
     """
 
     n_rows: int
@@ -87,6 +89,7 @@ class QualityReport:
     pair_errors: dict[str, float] = field(default_factory=dict)
     r_nx: list[float] = field(default_factory=list)
     coranking: list[list[int]] = field(default_factory=list)
+    shepard: np.ndarray = field(default_factory=lambda: np.zeros((2, 0)), repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain types, for JSON."""
@@ -231,11 +234,11 @@ def evaluate(
     report.r_nx = [float(v) for v in curve.mean(axis=0)]
     report.coranking = coranking_block(ranks).tolist()
     if distances:
-        report.pairs, report.pair_errors = _pairs(Xd, Yd, queries, metric, random_state)
+        report.pairs, report.pair_errors, report.shepard = _pairs(Xd, Yd, queries, metric, random_state)
     return report
 
 
-def _pairs(Xd: Any, Yd: Any, queries: np.ndarray, metric: str, seed: int | None) -> tuple[dict, dict]:
+def _pairs(Xd: Any, Yd: Any, queries: np.ndarray, metric: str, seed: int | None) -> tuple[dict, dict, np.ndarray]:
     from ..core.distances import unit_rows
     from ..runtime.compute import compute
 
@@ -247,9 +250,10 @@ def _pairs(Xd: Any, Yd: Any, queries: np.ndarray, metric: str, seed: int | None)
         xq = unit_rows(xq)
     perm = rng.permutation(len(xq))  # the groups: random sets of queries
     got = pair_measures(xq[perm], yq[perm], PAIR_GROUPS)
+    shepard = got.pop("distances")
     out = {m: float(v.mean()) for m, v in got.items()}
     err = {m: float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else 0.0 for m, v in got.items()}
-    return out, err
+    return out, err, shepard
 
 
 def assess(

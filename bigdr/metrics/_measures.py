@@ -104,13 +104,13 @@ def pair_measures(xq: np.ndarray, yq: np.ndarray, groups: int) -> dict[str, np.n
     The queries are split into ``groups`` disjoint groups; each group's pairs
     give one value, so the values are independent and their spread gives a
     standard error. Stress is ``sqrt(sum (d_X - d_Y)^2 / sum d_X^2)``, unscaled
-    (as ZADU's).
+    (as ZADU's). ``distances``: the pairs' two distances (2 x pairs), a Shepard diagram's points.
     """
     from scipy.stats import spearmanr
 
     from ..core.distances import pairwise_distances
 
-    out: dict[str, list[float]] = {"stress": [], "shepard_spearman": []}
+    out: dict[str, list] = {"stress": [], "shepard_spearman": [], "dx": [], "dy": []}
     for idx in np.array_split(np.arange(len(xq)), groups):
         if len(idx) < 3:
             continue
@@ -119,4 +119,10 @@ def pair_measures(xq: np.ndarray, yq: np.ndarray, groups: int) -> dict[str, np.n
         dy = pairwise_distances(yq[idx], yq[idx])[upper]
         out["stress"].append(float(np.sqrt(np.sum((dx - dy) ** 2) / np.sum(dx**2))))
         out["shepard_spearman"].append(float(spearmanr(dx, dy)[0]))
-    return {k: np.asarray(v) for k, v in out.items()}
+        out["dx"].append(dx)
+        out["dy"].append(dy)
+    pairs = {k: np.asarray(out[k]) for k in ("stress", "shepard_spearman")}
+    pairs["distances"] = np.vstack(
+        [np.concatenate(out["dx"] or [np.zeros(0)]), np.concatenate(out["dy"] or [np.zeros(0)])]
+    )
+    return pairs
