@@ -212,3 +212,26 @@ def test_evaluate_command(held_out, tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "x.npy"), str(tmp_path / "short.npy"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "rows" in err and "Traceback" not in err
+
+
+def test_on_a_cluster_equals_threads(cluster_client, held_out, tmp_path):
+    import dask
+
+    X, Y = held_out
+    path = str(tmp_path / "y.zarr")
+    bigdr.io.write_zarr(da.from_array(Y, chunks=150), path)
+    local = evaluate(da.from_array(X, chunks=200), path, (5, 20), n_queries=300, random_state=1)
+    with cluster_client.as_current(), dask.config.set(scheduler=cluster_client.get):
+        remote = evaluate(da.from_array(X, chunks=200), path, (5, 20), n_queries=300, random_state=1)
+    assert remote.values == local.values and remote.errors == local.errors and remote.pairs == local.pairs
+
+
+def test_anndata_file_and_its_obsm(held_out, tmp_path):
+    anndata = pytest.importorskip("anndata")
+
+    X, Y = held_out
+    path = str(tmp_path / "cells.h5ad")
+    anndata.AnnData(X=X.astype(np.float32), obsm={"X_emb": Y}).write_h5ad(path)
+    got = evaluate(path, bigdr.as_array(path, dataset="obsm/X_emb"), (5, 20), n_queries=None, distances=False)
+    want = evaluate(X.astype(np.float32), Y, (5, 20), n_queries=None, distances=False)
+    assert got.values == want.values
