@@ -18,6 +18,7 @@ from ..runtime.compute import compute
 from .neighbors import (
     BACKENDS,
     NeighborIndex,
+    as_records,
     blockwise_query,
     check_k,
     check_method,
@@ -26,6 +27,7 @@ from .neighbors import (
     drop_self,
     far_rows,
     query_row_bytes,
+    record_dtype,
     split_records,
 )
 
@@ -125,7 +127,7 @@ def requery_far_rows(Xd: da.Array, index: NeighborIndex, ind: da.Array, dist: da
     kth = dist[:, -1]
     index_key = dask.delayed(index, name=index._key_name, traverse=False)
     rows = da.arange(n, chunks=Xd.chunks[0])
-    record = np.dtype([("i", np.int64, (k,)), ("d", np.float32, (k,))])
+    record = record_dtype(k)
     records = da.blockwise(
         _requery_block, "i", Xd, "ij", ind, "ik", dist, "ik", kth, "z", rows, "i", index_key, None,
         concatenate=True, dtype=record, meta=np.empty((0,), dtype=record),
@@ -139,9 +141,7 @@ def _requery_block(
     k = ind.shape[1]
     ind, dist = ind.copy(), dist.copy()  # dask's blocks of the first graph are shared: not in place
     index.improve(block, ind, dist, far_rows(ind, dist, kth, k), rows)
-    out = np.empty(len(block), dtype=[("i", np.int64, (k,)), ("d", np.float32, (k,))])
-    out["i"], out["d"] = ind, dist
-    return out
+    return as_records(ind, dist)
 
 
 def knn_graph(

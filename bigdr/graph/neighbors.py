@@ -324,7 +324,17 @@ def _query_records(
         ind, dist = drop_self(ind, dist, rows)
         if not index.exact:
             index.improve(block, ind, dist, lost, rows)
-    out = np.empty(len(block), dtype=[("i", np.int64, (k,)), ("d", np.float32, (k,))])
+    return as_records(ind, dist)
+
+
+def record_dtype(k: int) -> np.dtype:
+    """The structured row of a neighbour query's result: k indices and k distances."""
+    return np.dtype([("i", np.int64, (k,)), ("d", np.float32, (k,))])
+
+
+def as_records(ind: np.ndarray, dist: np.ndarray) -> np.ndarray:
+    """(indices, distances) of a block as one structured array (one dask output, split by :func:`split_records`)."""
+    out = np.empty(len(ind), dtype=record_dtype(ind.shape[1]))
     out["i"], out["d"] = ind, dist
     return out
 
@@ -370,7 +380,7 @@ def blockwise_query(Xd: da.Array, index: NeighborIndex, k: int, exclude_self: bo
     # fixed at fit time; letting dask tokenize the index would pickle the
     # whole tree just to name the key (seconds for a large index).
     index_key = dask.delayed(index, name=index._key_name, traverse=False)
-    record = np.dtype([("i", np.int64, (k,)), ("d", np.float32, (k,))])
+    record = record_dtype(k)
     records = da.map_blocks(
         _query_records, Xd, index_key, k, exclude_self, drop_axis=1, dtype=record, meta=np.empty((0,), dtype=record)
     )

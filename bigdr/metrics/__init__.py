@@ -234,20 +234,15 @@ def evaluate(
     report.r_nx = [float(v) for v in curve.mean(axis=0)]
     report.coranking = coranking_block(ranks).tolist()
     if distances:
-        report.pairs, report.pair_errors, report.shepard = _pairs(Xd, Yd, queries, metric, random_state)
+        report.pairs, report.pair_errors, report.shepard = _pairs(ranks, random_state)
     return report
 
 
-def _pairs(Xd: Any, Yd: Any, queries: np.ndarray, metric: str, seed: int | None) -> tuple[dict, dict, np.ndarray]:
-    from ..core.distances import unit_rows
-    from ..runtime.compute import compute
-
+def _pairs(ranks: Any, seed: int | None) -> tuple[dict, dict, np.ndarray]:
+    # The queries' rows came with the ranks: no further read of the stores.
     rng = np.random.default_rng([0 if seed is None else seed, 1])
-    chosen = np.sort(rng.choice(queries, min(PAIR_QUERIES, len(queries)), replace=False))
-    xq, yq = compute(Xd[chosen], Yd[chosen])
-    xq, yq = np.asarray(xq, dtype=np.float64), np.asarray(yq, dtype=np.float64)
-    if metric == "cosine":
-        xq = unit_rows(xq)
+    chosen = np.sort(rng.choice(len(ranks.xq), min(PAIR_QUERIES, len(ranks.xq)), replace=False))
+    xq, yq = ranks.xq[chosen], ranks.yq[chosen]
     perm = rng.permutation(len(xq))  # the groups: random sets of queries
     got = pair_measures(xq[perm], yq[perm], PAIR_GROUPS)
     shepard = got.pop("distances")

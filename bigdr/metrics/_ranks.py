@@ -35,7 +35,7 @@ class Ranks:
 
     ``x_rows[q, a]`` is the query's (a+1)-th nearest row in X, ``rank_y_of_x[q, a]`` that row's rank
     among all rows by distance in Y (1 = nearest); ``y_rows``, ``rank_x_of_y`` the same the other
-    way. ``n``: rows in all.
+    way. ``n``: rows in all; ``xq``, ``yq``: the queries' own rows (X as ranked: unit rows for cosine).
     """
 
     x_rows: np.ndarray
@@ -43,6 +43,8 @@ class Ranks:
     y_rows: np.ndarray
     rank_x_of_y: np.ndarray
     n: int
+    xq: np.ndarray
+    yq: np.ndarray
 
 
 def _tiled(block: np.ndarray, start: int, queries: tuple, p: int) -> tuple[tuple, np.ndarray]:
@@ -164,7 +166,7 @@ def neighbour_ranks(Xd: da.Array, Yd: da.Array, queries: np.ndarray, K: int, met
     rank_y_of_x = np.empty_like(cy)
     np.put_along_axis(rank_x_of_y, px, np.cumsum(cx, axis=1) + 1, 1)
     np.put_along_axis(rank_y_of_x, py, np.cumsum(cy, axis=1) + 1, 1)
-    return Ranks(xi, rank_y_of_x, yi, rank_x_of_y, int(Xd.shape[0]))
+    return Ranks(xi, rank_y_of_x, yi, rank_x_of_y, int(Xd.shape[0]), q[0], q[1])
 
 
 def check_pair(X: Any, Y: Any) -> tuple[da.Array, da.Array]:
