@@ -172,6 +172,7 @@ def iteration_rounds(model, path, rounds: int = 3) -> list[dict]:
 
     import bigdr
     from bigdr.blockwise.reduce import tree_reduce
+    from bigdr.core import curves
     from bigdr.core.curves import PIECE_ROWS, kernel, merge_curve_sums
     from bigdr.curves.principal_curve import CHUNK_BYTES, _initial_sums, _iteration_sums
     from bigdr.io import chunk_budget
@@ -201,10 +202,15 @@ def iteration_rounds(model, path, rounds: int = 3) -> list[dict]:
         iteration = timed(iterate)[0][0]
         sums = timed(lambda: compute(tree_reduce(X, sums_only, merge_curve_sums, shared=shared_sums)))[0][0]
         products = timed(floor)[0][0]
+        curves.REFINE_STEPS, steps = 0, curves.REFINE_STEPS  # the same pass without the Newton steps
+        try:
+            unrefined = timed(iterate)[0][0]
+        finally:
+            curves.REFINE_STEPS = steps
         out.append(
             {"read": read, "sums_only": sums, "iteration": iteration, "ratio": iteration / read,
              "sums_ratio": sums / read, "products": products, "products_ratio": products / read, "cold": cold, "read_cold": read_cold, "iteration_cold": iteration_cold,
-             "ratio_cold": iteration_cold / read_cold}
+             "ratio_cold": iteration_cold / read_cold, "unrefined": unrefined}
         )  # fmt: skip
     return out
 
@@ -381,6 +387,25 @@ def run_scale():
             f"{med['ratio_cold']:.2f} | {med['read']:.2f} | {med['iteration']:.2f} | {med['ratio']:.2f} | "
             f"{med['sums_only']:.2f} | {med['sums_ratio']:.2f} | {med['products']:.2f} | "
             f"{med['products_ratio']:.2f} |"
+        )
+    lines += [
+        "",
+        "Where a warm iteration's time goes (medians of the same rounds): the sums-only pass (read, kernel, "
+        "sums), then the grid search (the iteration without its Newton steps, less the sums-only pass), then "
+        "the Newton steps (the iteration less the pass without them).\n",
+        "| rows | warm read (s) | sums-only pass (s) | grid search (s) | Newton steps (s) | iteration (s) "
+        "| iteration / sums-only |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for fit in (r for r in rows if r["case"] == "fit" and "unrefined" in r["rounds"][0]):
+        med = {
+            k: float(np.median([r[k] for r in fit["rounds"]])) for k in ("read", "sums_only", "unrefined", "iteration")
+        }
+        ratio = float(np.median([r["iteration"] / r["sums_only"] for r in fit["rounds"]]))
+        lines.append(
+            f"| {fit['rows']:,} | {med['read']:.2f} | {med['sums_only']:.2f} | "
+            f"{med['unrefined'] - med['sums_only']:.2f} | {med['iteration'] - med['unrefined']:.2f} | "
+            f"{med['iteration']:.2f} | {ratio:.2f} |"
         )
     lines += [
         "",

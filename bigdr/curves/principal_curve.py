@@ -116,7 +116,7 @@ class PrincipalCurve(BigdrEstimator):
               + \frac{\lambda}{2} \operatorname{tr}(\alpha^T K_c \alpha)
 
     by alternating the projections ``xi_i`` (nearest point of a latent grid
-    of ``grid_size`` points, then Gauss-Newton steps) and the closed form
+    of ``grid_size`` points, then Newton steps) and the closed form
     ``alpha = (K_xi^T K_xi + (lambda n / 2) K_c)^{-1} K_xi^T (X - mean)``.
     Both happen in one blockwise pass per iteration: the sums are merged
     over row blocks (exact for any chunking). The first pass is the
@@ -418,8 +418,8 @@ class PrincipalManifold(PrincipalCurve):
 
     :class:`PrincipalCurve` with ``z`` in [0, 1]^2: ``M x M`` centres on an
     even grid, a Gaussian kernel ``k(a, b) = exp(-|a - b|^2 / (2 s^2))``,
-    the projection step's search over an even latent grid then Gauss-Newton
-    steps in two dimensions, and initial coordinates from ``init`` (by
+    the projection step's search over an even latent grid then safeguarded
+    Newton steps in two dimensions, and initial coordinates from ``init`` (by
     default a sample's two coordinates along its manifold; ``"pca"``: the
     first two principal components), each scaled to [0, 1]. ``transform`` gives each
     row's two latent coordinates; the parameters (below, from
