@@ -16,6 +16,12 @@ Cases, each in a fresh process:
   dimension, and a larger sample or all rows when the manifold needs it);
 * ``all rows``: ``max_samples=None``.
 
+Section ``check``: Isomap's opt-in sample check (``check_sample=True``: a fit
+on half the sample, 20,000 held-out rows embedded by both fits, R_NX(10)
+compared) on the 4-D manifold at several sample sizes and on the 1M-row
+swiss roll (2-D) with its default 100,000-row sample; each fit also without
+the check, for its cost.
+
 Usage: python benchmarks/bench_sampling.py [--rounds N] [--n ROWS]
 """
 
@@ -36,6 +42,8 @@ from _harness import DATA, PeakRSS, run_child, run_sections  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 CASES = {"old default": 100_000, "auto": "auto", "all rows": None}
+#: Graph samples of the 4-D manifold the check is measured at.
+CHECK_SAMPLES = (20_000, 50_000, 100_000, 200_000)
 
 
 def product_of_rolls(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -54,16 +62,24 @@ def canonical_correlations(Y: np.ndarray, T: np.ndarray) -> list[float]:
     return [float(c) for c in np.linalg.svd(qy.T @ qt, compute_uv=False)]
 
 
-def child(case: str, n: int, seed: int) -> None:
+def child(case: str, n: int, seed: int, check: str = "off") -> None:
     import bigdr
 
-    X, T = product_of_rolls(n, seed)
+    if case.startswith("roll"):  # the check section's 2-D manifold, with its default sample
+        import bigdr.datasets
+
+        X, T = (np.asarray(a) for a in bigdr.datasets.make_swiss_roll(n, noise=0.05, seed=seed))
+        model = bigdr.Isomap(2, random_state=seed, check_sample=check == "on")
+    else:
+        X, T = product_of_rolls(n, seed)
+        samples = CASES[case] if case in CASES else int(case)
+        model = bigdr.Isomap(4, max_samples=samples, random_state=seed, check_sample=check == "on")
     with warnings.catch_warnings(record=True) as caught, PeakRSS() as rss:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
-        model = bigdr.Isomap(4, max_samples=CASES[case], random_state=seed)
         Y = model.fit_transform(X)
         seconds = time.perf_counter() - t0
+    check_result = model.sample_check_
     print(
         json.dumps(
             {
@@ -74,19 +90,58 @@ def child(case: str, n: int, seed: int) -> None:
                 "intrinsic_dimension": model.intrinsic_dimension_,
                 "canonical_correlations": canonical_correlations(Y, T),
                 "warnings": [f"{type(w.message).__name__}: {w.message}" for w in caught],
+                "sample_check": None
+                if check_result is None
+                else {**check_result._asdict(), "rising": check_result.rising},
             }
         )
     )
 
 
-def run(n: int, rounds: int):
-    results: dict = {case: [] for case in CASES}
+def run_cases(cases: list[tuple[str, int, str]], rounds: int) -> dict:
+    """Each (case, rows, check) in a fresh process per seed: {"case rows check": [results]}."""
+    results: dict = {}
     for seed in range(rounds):
-        for case in CASES:
-            r = run_child(SCRIPT, case, str(n), str(seed), timeout=7200)
+        for case, n, check in cases:
+            r = run_child(SCRIPT, case, str(n), str(seed), check, timeout=7200)
             r["seed"] = seed
-            results[case].append(r)
-            print(case, seed, json.dumps(r)[:300], flush=True)
+            results.setdefault(f"{case} {n} {check}", []).append(r)
+            print(case, n, check, seed, json.dumps(r)[:300], flush=True)
+    return results
+
+
+def run_check(rounds: int):
+    cases = [(c, n, check) for c, n in (("roll", 1_000_000), *((str(m), 300_000) for m in CHECK_SAMPLES))
+             for check in ("on", "off")]  # fmt: skip
+    results = run_cases(cases, rounds)
+    lines = [
+        "## Isomap's sample check (`check_sample=True`): what halving the sample costs\n",
+        "A fit on a random half of the graph sample; 20,000 rows held out from the sample embedded by both fits; "
+        "R_NX(10) of the two embeddings (the share of each row's 10 nearest neighbours kept, above chance) on 1,000 "
+        "of them, and the paired gain with its standard error; the check warns at a gain of 0.05 or more. The "
+        "4-D manifold of the section above (300,000 x 40) at several sample sizes, and the 1M-row swiss roll "
+        f"(noise 0.05) with its default 100,000-row sample. {rounds} seeds; each fit in a fresh process with the "
+        "check and without (its cost: time and peak RSS of fit_transform).\n",
+        "| data | graph rows | seed | R_NX(10), half the sample | all of it | gain ± error | warns | "
+        "4th canonical correlation | time with / without the check (s) | peak RSS with / without (MiB) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for case, n in (("roll", 1_000_000), *((str(m), 300_000) for m in CHECK_SAMPLES)):
+        for on, off in zip(results[f"{case} {n} on"], results[f"{case} {n} off"]):
+            c = on["sample_check"]
+            data = "swiss roll, 1M rows" if case == "roll" else "4-D manifold, 300k rows"
+            warns = "yes" if c["rising"] else "no"
+            lines.append(
+                f"| {data} | {on['graph_rows']:,} | {on['seed']} | {c['half']:.3f} | {c['full']:.3f} | "
+                f"{c['gain']:+.3f} ± {c['error']:.3f} | {warns} | {on['canonical_correlations'][-1]:.3f} | "
+                f"{on['seconds']:.0f} / {off['seconds']:.0f} | {on['peak_rss_mib']:.0f} / {off['peak_rss_mib']:.0f} |"
+            )
+    return {"results": results}, "\n".join(lines) + "\n"
+
+
+def run(n: int, rounds: int):
+    found = run_cases([(case, n, "off") for case in CASES], rounds)
+    results = {case: found[f"{case} {n} off"] for case in CASES}
     lines = [
         f"## Isomap on a 4-D manifold: {n:,} rows of a product of two swiss rolls in 40-D\n",
         "Canonical correlations between the 4-D embedding and the true coordinates (1 is perfect); "
@@ -110,14 +165,16 @@ def run(n: int, rounds: int):
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "child":
-        child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), *sys.argv[5:6])
         return
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--n", type=int, default=300_000)
+    parser.add_argument("sections", nargs="*", default=["all"], choices=["product4d", "check", "all"])
     args = parser.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
-    run_sections("sampling", {"product4d": lambda: run(args.n, args.rounds)}, ["all"])
+    sections = {"product4d": lambda: run(args.n, args.rounds), "check": lambda: run_check(args.rounds)}
+    run_sections("sampling", sections, args.sections)
 
 
 if __name__ == "__main__":

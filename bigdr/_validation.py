@@ -79,6 +79,12 @@ def check_n_features(n_features: int, expected: int, owner: str, name: str = "X"
         raise ValueError(f"{name} has {n_features} features, but {owner} is expecting {expected} features as input.")
 
 
+def check_landmark_span(m: int, n_components: int, fix: str) -> None:
+    """Landmarks must outnumber the dimensions of the embedding they span."""
+    if m <= n_components:
+        raise ValueError(f"{m} landmarks cannot span n_components={n_components} dimensions: {fix}")
+
+
 def check_block_finite(block: np.ndarray, first_row: int = 0) -> np.ndarray:
     """Raise if ``block`` holds NaN or infinity, naming the row in the whole array.
 

@@ -380,6 +380,49 @@ def test_isomap_sample_grows_with_the_manifold_dimension_and_warns_when_too_smal
     assert len(flat.reference_rows_) == 1000 and flat.intrinsic_dimension_ < 3  # a 2-D roll keeps the default
 
 
+def test_the_sample_check_measures_the_gain_from_half_the_sample_to_all():
+    from bigdr.metrics._sample import sample_check
+
+    rng = np.random.default_rng(0)
+    held = rng.standard_normal((3000, 5))
+    same = sample_check(held, held[:, :2], held[:, :2], 10, 500)
+    assert same.gain == 0 and same.error == 0 and not same.rising and same.n_queries == 1000 and same.n_rows == 500
+    noise = rng.standard_normal((3000, 2))  # the fit on half the sample places rows at random
+    worse = sample_check(held, held[:, :2], noise, 10, 500)
+    assert worse.rising and abs(worse.half) < 0.02 and worse.gain == pytest.approx(worse.full - worse.half)
+    assert worse.gain > 10 * worse.error
+    assert sample_check(held, held[:, :2], np.full((3000, 2), np.nan), 10, 500) is None  # nothing to compare
+
+
+def test_a_roll_sampled_densely_enough_does_not_warn():
+    roll = np.asarray(bigdr.datasets.make_swiss_roll(12_000, noise=0.05)[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SparseGraphWarning)
+        model = bigdr.Isomap(2, max_samples=4000, check_sample=True).fit(roll)
+    check = model.sample_check_
+    assert model.mode_ == "sampled" and check.n_rows == 4000 and check.n_held == 8000
+    assert not check.rising and check.full > 0.5 and abs(check.gain) < 0.05, check
+    assert bigdr.Isomap(2, max_samples=4000).fit(roll).sample_check_ is None  # off by default
+
+
+def test_the_sample_check_warns_where_halving_the_sample_loses_structure(monkeypatch):
+    """The check's own decision, on a fit whose half-sample refit is made to lose the structure."""
+    import bigdr.metrics._sample as sample
+
+    roll = np.asarray(bigdr.datasets.make_swiss_roll(12_000, noise=0.05)[0])
+    real = bigdr.Isomap.transform
+
+    def scrambled(model, X):  # the fit on half the sample places rows at random
+        Y = real(model, X)
+        return np.random.default_rng(0).permutation(Y) if len(model.reference_rows_) == 2000 else Y
+
+    monkeypatch.setattr(bigdr.Isomap, "transform", scrambled)
+    with pytest.warns(SparseGraphWarning, match=r"R_NX\(10\)"):
+        model = bigdr.Isomap(2, max_samples=4000, check_sample=True).fit(roll)
+    check = model.sample_check_
+    assert check.rising and check.gain > sample.MIN_GAIN and check.full > 0.5 and abs(check.half) < 0.05
+
+
 def slowly_decaying(n: int) -> np.ndarray:
     X = np.random.default_rng(0).standard_normal((n, 60)) / np.sqrt(np.arange(1, 61))
     sq = (X * X).sum(1)

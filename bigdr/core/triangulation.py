@@ -172,6 +172,17 @@ def _place(ind, dist, geodesics, mean_sq, pinv, out):  # pragma: no cover (compi
                 out[i, c] += s * pinv[l, c]
 
 
+#: Kept reference rows over which an update's Procrustes alignment is fitted.
+ALIGN_ROWS = 20_000
+
+
+def alignment_rows(n_kept: int, seed: Any) -> np.ndarray:
+    """Sorted positions of at most :data:`ALIGN_ROWS` of the ``n_kept`` reference rows an update keeps:
+    the rows over which its new embedding is aligned to the one before (:func:`rigid_alignment`)."""
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n_kept, size=min(ALIGN_ROWS, n_kept), replace=False))
+
+
 def rigid_alignment(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The rotation (or reflection) ``R`` and translation ``t`` minimising ``|source R + t - target|_F``.
 

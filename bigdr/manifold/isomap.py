@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._random import LANDMARK_STREAM, resolve_seed
-from .._validation import check_choice, check_int, check_n_features, check_real
+from .._validation import check_choice, check_int, check_landmark_span, check_n_features, check_real
 from ..base import DEPRECATED, ExtensionEstimator, wants_numpy
 from ..blockwise.sampling import SAMPLE_CHUNK_BYTES, keys_of, maxmin, row_keys, uniform_sample
 from ..core.dimension import grown_sample, intrinsic_dimension, warn_if_sparse
@@ -44,6 +44,7 @@ from ..core.drift import empirical_threshold
 from ..core.triangulation import (
     Triangulation,
     aligned,
+    alignment_rows,
     geodesic_mds,
     residual_variance,
     rigid_alignment,
@@ -62,6 +63,7 @@ from ..graph.sparse import (
     resolve_components,
 )
 from ..io import as_array, from_numpy
+from ..metrics._sample import check_fitted_sample
 from ..runtime.compute import compute
 from ..runtime.memory import MemoryEstimate, Part, check_memory, streaming
 from .geodesic import GeodesicExtension
@@ -89,8 +91,6 @@ GEODESIC_COPIES = 2
 RADIUS_DEGREE = 32
 #: Sample of reference rows on which the residual variance is estimated.
 RESIDUAL_SAMPLE = 1_000
-#: Reference rows over which an update's Procrustes alignment is fitted.
-ALIGN_ROWS = 20_000
 #: Radius mode: rows are attached through their reference rows within the
 #: radius among this many nearest.
 RADIUS_ATTACH = 32
@@ -112,53 +112,44 @@ class Isomap(SklearnSearch, ExtensionEstimator):
     n_components : int
         Coordinates of the embedding.
     n_neighbors : int or None
-        Neighbours per row in the kNN graph (union-symmetrised, as
-        scikit-learn). Default 10: scikit-learn's 5 often leaves large noisy
-        samples disconnected. Set to None when ``radius`` is given.
+        Neighbours per row in the kNN graph (union-symmetrised, as scikit-learn). Default 10: scikit-learn's 5 often
+        leaves large noisy samples disconnected. Set to None when ``radius`` is given.
     radius : float or None
-        Epsilon graph instead: rows within ``radius`` are joined (exact,
-        KD-tree metrics only). New rows attach through their reference rows
-        within the radius among the nearest 32 (always the nearest one).
+        Epsilon graph instead: rows within ``radius`` are joined (exact, KD-tree metrics only). New rows attach
+        through their reference rows within the radius among the nearest 32 (always the nearest one).
     landmarks : "auto", None, int or array of rows
-        ``None``: exact Isomap (all rows are landmarks; at most 40,000 rows).
-        int ``m``: landmark Isomap with ``m`` landmarks chosen among the
-        reference rows. A 2-D array: these rows (added to the graph) are the
-        landmarks. ``"auto"``: exact up to 2,000 rows, else 256 landmarks.
+        ``None``: exact Isomap (all rows are landmarks; at most 40,000 rows). int ``m``: landmark Isomap with ``m``
+        landmarks chosen among the reference rows. A 2-D array: these rows (added to the graph) are the landmarks.
+        ``"auto"``: exact up to 2,000 rows, else 256 landmarks.
     max_samples : "auto", None or int
-        Rows the neighbourhood graph is built on. ``None``: all rows (held in
-        this process, O(n k)). int ``M``: a uniform sample of ``M`` rows drawn
-        in one pass; every row is attached to the sample (memory independent
-        of n). ``"auto"``: all rows up to 200,000 rows, else a sample sized
-        to the manifold: the dimension ``m`` is estimated from the neighbour
-        distances of a first 100,000-row sample (Levina & Bickel 2004), and
-        when the manifold needs more rows, ``2000 * 10**(m - 2) * 10 /
-        n_neighbors`` (:func:`bigdr.core.dimension.rows_needed`), the sample
-        is drawn again that large (at most 1,000,000 rows; all rows when that
-        is more than n). A sampled graph smaller than the rule asks for (a
-        given int, or the cap) warns with a ``SparseGraphWarning``: geodesics
-        through a sparse graph of a high-dimensional manifold are poor.
+        Rows the neighbourhood graph is built on. ``None``: all rows (held in this process, O(n k)). int ``M``: a
+        uniform sample of ``M`` rows drawn in one pass; every row is attached to the sample (memory independent of
+        n). ``"auto"``: all rows up to 200,000 rows, else a sample sized to the manifold: the dimension ``m`` is
+        estimated from the neighbour distances of a first 100,000-row sample (Levina & Bickel 2004), and when the
+        manifold needs more rows, ``2000 * 10**(m - 2) * 10 / n_neighbors``
+        (:func:`bigdr.core.dimension.rows_needed`), the sample is drawn again that large (at most 1,000,000 rows;
+        all rows when that is more than n). A sampled graph smaller than that rule asks for (a given int, or the
+        cap) warns with a ``SparseGraphWarning``: geodesics through a sparse graph of such a manifold are poor.
     landmark_method : {"random", "maxmin"}
-        How landmarks are picked among the reference rows: uniformly, or by
-        farthest-point selection (even coverage).
+        How landmarks are picked among the reference rows: uniformly, or by farthest-point selection (even
+        coverage).
     metric : str
-        Distance for the graph (``euclidean``, ``manhattan``, ``chebyshev``,
-        ``cosine``, or any metric of the neighbour search).
+        Distance for the graph (``euclidean``, ``manhattan``, ``chebyshev``, ``cosine``, or any metric of the
+        neighbour search).
     neighbor_method : {"auto", "kdtree", "brute", "faiss", "nndescent"}
         Neighbour search (:func:`bigdr.knn_graph`).
     on_disconnected : {"raise", "largest", "join"}
-        What to do when the graph has several components. ``raise``: a
-        ValueError naming the component sizes. ``largest``: landmarks only in
-        the largest component; rows that cannot reach it get NaN coordinates
-        (with a warning). ``join``: link each component to its nearest point
-        outside it until the graph is connected.
+        What to do when the graph has several components. ``raise``: a ValueError naming the component sizes.
+        ``largest``: landmarks only in the largest component; rows that cannot reach it get NaN coordinates (with a
+        warning). ``join``: link each component to its nearest point outside it until the graph is connected.
     random_state : int or None
         Seed of the sample, the landmark draw and NN-descent (kept in ``seed_``).
     eigen_solver, tol, max_iter : {"auto", "arpack", "dense"}, float, int or None
         The landmarks' eigensolver (:func:`bigdr.core.eigen.top_eigh`); ``tol`` (0: machine precision) and
         ``max_iter`` are ARPACK's.
     path_method : {"auto", "FW", "D"}
-        scikit-learn's shortest-path algorithm: the geodesics are the same exact graph distances whichever is
-        named, computed by Dijkstra from the landmarks in parallel (Floyd-Warshall's n^3 does not scale).
+        scikit-learn's shortest-path algorithm: the geodesics are the same exact graph distances whichever is named,
+        computed by Dijkstra from the landmarks in parallel (Floyd-Warshall's n^3 does not scale).
     neighbors_algorithm : {"auto", "brute", "kd_tree", "ball_tree"}
         scikit-learn's name for the search (``ball_tree``: the k-d tree, same neighbours); ``"auto"``:
         ``neighbor_method`` decides.
@@ -166,6 +157,13 @@ class Isomap(SklearnSearch, ExtensionEstimator):
         With ``metric="minkowski"``, ``p`` = 1, 2 or inf is ``manhattan``, ``euclidean`` or ``chebyshev``.
     n_jobs : None or int
         Accepted for scikit-learn's signature; dask's scheduler runs the work.
+    check_sample : bool
+        With a sampled graph, measure what halving the sample costs: fit again on a random half of it, embed
+        20,000 rows held out from the sample with both fits, and compare ``R_NX(n_neighbors)`` (the share of
+        each row's neighbours kept, above chance) on 1,000 of them (``sample_check_``); where halving costs
+        0.05 or more (beyond 3 standard errors), warn (``SparseGraphWarning``) with both figures. Costs a
+        pass over X and a fit on half the sample. A diagnostic, off by default: where every sample size
+        fits poorly the difference is erratic (``docs/metrics.md``).
     graph_sample : "deprecated"
         The 0.1 name of ``max_samples``, accepted with a FutureWarning until 0.3.
 
@@ -173,17 +171,16 @@ class Isomap(SklearnSearch, ExtensionEstimator):
     ----------
     mode_ : {"exact", "landmark", "sampled"}
     intrinsic_dimension_ : float
-        Levina-Bickel estimate of the manifold's dimension from the graph's
-        neighbour distances (nan for a radius graph).
+        Levina-Bickel estimate of the manifold's dimension from the graph's neighbour distances (nan for a radius
+        graph).
     embedding_ : (n, n_components), when ``X`` is in memory (numpy)
     eigenvalues_ : (n_components,)
         Leading eigenvalues of the landmarks' double-centred squared geodesics.
     negative_mass_ : float
         How far the geodesics are from Euclidean (see :class:`bigdr.ClassicalMDS`).
     residual_variance_ : (n_components,)
-        ``1 - R^2`` between geodesic and embedding distances using the first
-        1..n_components axes, estimated on up to 1,000 reference rows x all
-        landmarks. Look for the elbow to choose the dimension.
+        ``1 - R^2`` between geodesic and embedding distances using the first 1..n_components axes, estimated on up
+        to 1,000 reference rows x all landmarks. Look for the elbow to choose the dimension.
     reference_rows_ : (n_ref, p)
         Rows of the graph: all training rows, or the sample.
     geodesics_ : (n_ref, m) float32
@@ -192,6 +189,8 @@ class Isomap(SklearnSearch, ExtensionEstimator):
         Positions of the landmarks among the reference rows.
     n_components_found_ : int
         Number of connected components of the graph (before joining).
+    sample_check_ : SampleCheck or None
+        ``check_sample``'s figures: ``full``, ``half``, their paired ``gain`` and its ``error``, ``rising``.
 
     References
     ----------
@@ -240,6 +239,7 @@ class Isomap(SklearnSearch, ExtensionEstimator):
         metric_params: dict | None = None,
         n_jobs: int | None = None,
         *,
+        check_sample: bool = False,
         graph_sample: Any = DEPRECATED,
     ) -> None:
         self.n_components = n_components
@@ -255,6 +255,7 @@ class Isomap(SklearnSearch, ExtensionEstimator):
         self.neighbor_method = neighbor_method
         self.on_disconnected = on_disconnected
         self.random_state = random_state
+        self.check_sample = check_sample
         self.graph_sample = graph_sample
 
     # -- parameters --------------------------------------------------------------
@@ -265,6 +266,7 @@ class Isomap(SklearnSearch, ExtensionEstimator):
         if self.radius is not None:
             check_real(self.radius, "radius", 0, low_open=True)
         check_choice(self.landmark_method, "landmark_method", ("random", "maxmin"))
+        check_choice(self.check_sample, "check_sample", (True, False))
         check_graph_params(
             self.n_neighbors, self._metric(), self._search(), self.on_disconnected, ON_DISCONNECTED,
             search="auto" if self.radius is None else "kdtree",
@@ -335,17 +337,15 @@ class Isomap(SklearnSearch, ExtensionEstimator):
         self._check_memory(Xd)
         ref, graph, dist = self._reference_graph(X, Xd, mode, n_ref, given)
         self.intrinsic_dimension_ = intrinsic_dimension(dist) if dist is not None else float("nan")
+        if mode == "sampled" and dist is not None and isinstance(self._param("max_samples"), str):
+            grown = grown_sample(self.intrinsic_dimension_, self.n_neighbors or 1, n_ref, n, GRAPH_SAMPLE_MAX)
+            if grown != n_ref:  # the manifold has more dimensions than the default sample resolves
+                n_ref, mode = grown, ("sampled" if grown < n else "landmark")
+                check_memory(MemoryEstimate("Isomap", self._memory_parts(Xd, plan=(mode, n_ref))))
+                ref, graph, dist = self._reference_graph(X, Xd, mode, n_ref, given)
         if mode == "sampled" and dist is not None:
-            k = self.n_neighbors or 10
-            if isinstance(self._param("max_samples"), str):
-                grown = grown_sample(self.intrinsic_dimension_, k, n_ref, n, GRAPH_SAMPLE_MAX)
-                if grown != n_ref:  # the manifold has more dimensions than the default sample resolves
-                    n_ref, mode = grown, ("sampled" if grown < n else "landmark")
-                    check_memory(MemoryEstimate("Isomap", self._memory_parts(Xd, plan=(mode, n_ref))))
-                    ref, graph, dist = self._reference_graph(X, Xd, mode, n_ref, given)
-            if n_ref < n:
-                what = f"a sampled graph of {n_ref} rows"
-                warn_if_sparse(self.intrinsic_dimension_, k, n_ref, what, "max_samples (None: all rows)", 4)
+            fix, k = "max_samples (None: all rows)", self.n_neighbors or 1
+            warn_if_sparse(self.intrinsic_dimension_, k, n_ref, f"a sampled graph of {n_ref} rows", fix, 4)
         graph, eligible, self.n_components_found_ = resolve_components(
             graph,
             self.on_disconnected,
@@ -380,6 +380,9 @@ class Isomap(SklearnSearch, ExtensionEstimator):
 
         ref_embedding = triangulate_distances(G, tri)
         self._set_residual_variance(G, tri, landmarks, eligible)
+        self.sample_check_ = None
+        if mode == "sampled" and getattr(self, "check_sample", False):  # models saved before check_sample lack it
+            self.sample_check_ = check_fitted_sample(self, X, ref, self.reference_keys_, "max_samples", 3)
         if mode == "sampled":
             Y = self._extend(X)
             if wants_numpy(X):
@@ -404,11 +407,7 @@ class Isomap(SklearnSearch, ExtensionEstimator):
         rows = np.asarray(as_array(lm, name="landmarks").compute())
         if rows.shape[1] != p:
             raise ValueError(f"The landmark rows have {rows.shape[1]} columns; X has {p}.")
-        if len(rows) <= self.n_components:
-            raise ValueError(
-                f"{len(rows)} landmark rows cannot span n_components={self.n_components} dimensions; "
-                f"give more than n_components."
-            )
+        check_landmark_span(len(rows), self.n_components, "give more landmark rows than n_components.")
         return rows
 
     def _memory_parts(
@@ -550,9 +549,7 @@ class Isomap(SklearnSearch, ExtensionEstimator):
         G = np.vstack([old_G, np.full((len(entering), old_G.shape[1]), np.inf, dtype=old_G.dtype)])
         relax_geodesics(graph, G, upd.changed)
         tri = geodesic_mds(G, landmarks, self.n_components, self.seed_, **self._eigen())
-        rng = np.random.default_rng([self.seed_, LANDMARK_STREAM, 3])
-        kept = np.flatnonzero(keep)
-        sample = np.sort(rng.choice(len(kept), size=min(ALIGN_ROWS, len(kept)), replace=False))
+        sample = alignment_rows(int(keep.sum()), [self.seed_, LANDMARK_STREAM, 3])
         before = triangulate_distances(old_G[sample], Triangulation(self.triangulation_, self.landmark_sq_mean_, None))
         R, t = rigid_alignment(triangulate_distances(G[sample], tri), before)
         tri = aligned(tri, R, t)
@@ -591,6 +588,7 @@ class Isomap(SklearnSearch, ExtensionEstimator):
             "n_landmarks": len(self.landmark_indices_),
             "graph_rows": len(self.reference_rows_),
             "intrinsic_dimension": self.intrinsic_dimension_,
+            "sample_check": check._asdict() if (check := self.__dict__.get("sample_check_")) else None,
         }
 
     def describe(self) -> str:

@@ -22,7 +22,7 @@ import dask.array as da
 import numpy as np
 
 from .._random import resolve_seed
-from .._validation import check_choice, check_int, check_n_features
+from .._validation import check_choice, check_int, check_landmark_span, check_n_features
 from ..base import DEPRECATED, BigdrEstimator, ExtensionEstimator, chunk_bytes_of, wants_numpy
 from ..blockwise.extension import Extension
 from ..blockwise.linalg import double_centred_operator
@@ -459,11 +459,7 @@ class LandmarkMDS(ExtensionEstimator):
         Xd = as_array(X, name="X")
         self._check_memory(Xd)
         m = min(int(self._param("landmarks")), Xd.shape[0])
-        if m <= k:
-            raise ValueError(
-                f"{m} landmarks cannot span n_components={k} dimensions: landmarks and the number of "
-                f"rows must exceed n_components."
-            )
+        check_landmark_span(m, k, "landmarks and the number of rows must exceed n_components.")
         rows, idx = select_landmarks(Xd, m, self.landmark_method, seed)
         sq = pairwise_distances(rows, rows, self.metric, self.metric_params) ** 2
         sq = (sq + sq.T) / 2

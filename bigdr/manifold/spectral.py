@@ -33,7 +33,7 @@ from ..blockwise.sampling import SAMPLE_CHUNK_BYTES, keys_of, row_keys, select_l
 from ..core.dimension import grown_sample, intrinsic_dimension
 from ..core.drift import empirical_threshold
 from ..core.eigen import flip_signs, graph_solver, smallest_eigh
-from ..core.triangulation import rigid_alignment
+from ..core.triangulation import alignment_rows, rigid_alignment
 from ..exceptions import DisconnectedGraphWarning
 from ..graph.affinity import affinity, auto_epsilon
 from ..graph.incremental import reservoir, update_knn
@@ -60,8 +60,6 @@ LANDMARKS_MAX = 1_000_000
 EDGE_BYTES = 80
 ROW_COPIES = 3
 EIGEN_COPIES = 12
-#: Kept reference rows over which an update's Procrustes alignment is fitted.
-ALIGN_ROWS = 20_000
 #: What the spectral methods can do with a disconnected graph (:func:`bigdr.graph.sparse.resolve_components`).
 ON_DISCONNECTED = ("warn", "raise")
 
@@ -297,7 +295,7 @@ class _SpectralBase(ExtensionEstimator):
         count, entering = compute(beyond, Xd[take])
         rule = self._drift_rule()
         kept = np.flatnonzero(keep)
-        sample = np.random.default_rng([self.seed_, 4]).choice(len(kept), min(ALIGN_ROWS, len(kept)), replace=False)
+        sample = alignment_rows(len(kept), [self.seed_, 4])
         fitted = self.__dict__.get("reference_embedding_")  # absent from models saved by bigdr < 0.3
         if fitted is None:
             before = self._extension().embed_block(self.reference_rows_[kept[sample]])

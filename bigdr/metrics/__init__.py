@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from ._measures import RANK_MEASURES, auc_log_k, coranking_block, pair_measures, per_query, r_nx_curve
+from ._measures import RANK_MEASURES, auc_log_k, coranking_block, mean_error, pair_measures, per_query, r_nx_curve
 from ._ranks import RANK_METRICS, check_pair, neighbour_ranks
 
 __all__ = ["QualityReport", "assess", "continuity", "evaluate", "trustworthiness"]
@@ -124,14 +124,6 @@ class QualityReport:
         for m, v in self.pairs.items():
             lines.append(f"{m} (pairs of queries): {v:.4f} ± {self.pair_errors[m]:.4f}")
         return "\n".join(lines)
-
-
-def _mean_error(values: np.ndarray, n: int) -> tuple[float, float]:
-    """Mean and its standard error for a sample without replacement from ``n`` (0 when all are in)."""
-    m = len(values)
-    if m < 2 or m >= n:
-        return float(values.mean()), 0.0
-    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(m) * np.sqrt(1 - m / n))
 
 
 def _check_neighbors(n_neighbors: Any, n: int) -> tuple[int, ...]:
@@ -227,9 +219,9 @@ def evaluate(
     errors: dict[str, dict[int, float]] = {m: {} for m in RANK_MEASURES}
     for k in ks:
         for m, v in per_query(ranks, k).items():
-            values[m][k], errors[m][k] = _mean_error(v, n)
+            values[m][k], errors[m][k] = mean_error(v, n)
     curve = r_nx_curve(ranks)
-    auc, auc_error = _mean_error(auc_log_k(curve), n)
+    auc, auc_error = mean_error(auc_log_k(curve), n)
     report = QualityReport(n, len(queries), len(queries) == n, ks, values, errors, auc, auc_error)
     report.r_nx = [float(v) for v in curve.mean(axis=0)]
     report.coranking = coranking_block(ranks).tolist()

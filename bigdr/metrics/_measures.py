@@ -25,6 +25,14 @@ RANK_MEASURES = (
 )
 
 
+def mean_error(values: np.ndarray, n: int) -> tuple[float, float]:
+    """Mean and its standard error for a sample without replacement from ``n`` (0 when all are in)."""
+    m = len(values)
+    if m < 2 or m >= n:
+        return float(values.mean()), 0.0
+    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(m) * np.sqrt(1 - m / n))
+
+
 def per_query(r: Ranks, K: int) -> dict[str, np.ndarray]:
     """Each rank measure at neighbourhood size ``K`` for every query (arrays of length m).
 
