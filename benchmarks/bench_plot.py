@@ -1,12 +1,15 @@
 """Pictures of millions of points (issue 15): ``bigdr plot`` from a zarr store.
 
 The shared 10M-row swiss roll store (float64; columns 0 and 2, the spiral, drawn),
-density, coloured by the roll coordinate, and by four categories of it; one
+density, coloured by the roll coordinate, and by five categories of it; one
 fresh process per case, the command line as a user runs it (peak RSS of the
 process, seconds). The pictures are written to ``benchmarks/data/``; the one
 coloured by the roll coordinate is ``docs/_static/plot-10M-value.png``.
 
-Usage: python benchmarks/bench_plot.py [plot|all]
+Section aggregate: the pixel counts by category, bigdr's against datashader's,
+and each one's whole picture, interleaved over 3 rounds.
+
+Usage: python benchmarks/bench_plot.py [plot|aggregate|all]
 """
 
 from __future__ import annotations
@@ -103,10 +106,10 @@ def run_aggregate():
     rounds = [[run_child(SCRIPT, "aggregate", e, timeout=3600) for e in ENGINES] for _ in range(3)]
     lines = [
         "## Aggregating 10,000,000 rows by category: bigdr's bincounts against datashader\n",
-        "Counts per pixel and category (4 categories; 800 pixels along the longer side, square, for bigdr, 800 x 800 "
+        "Counts per pixel and category (5 categories; 800 pixels along the longer side, square, for bigdr, 800 x 800 "
         "for datashader) of the 10M swiss roll's columns 0 and 2 "
-        "from the zarr store, extent and categories included; a fresh process each, the two interleaved over 3 "
-        "rounds, 2 dask threads. bigdr: `bigdr.plot.bin_embedding` (a tree reduction of `np.bincount` per block); "
+        "from the zarr store, extent and categories included; a fresh process each, the four runs interleaved "
+        "over 3 rounds, 2 dask threads. bigdr: `bigdr.plot.bin_embedding` (a tree reduction of `np.bincount` per block); "
         "datashader: `Canvas.points(ddf, agg=ds.by('c', ds.count()))` on `dask.dataframe.from_dask_array` of the "
         "same columns. The pictures: bigdr's `bigdr plot --color-by ... --categorical` as the plot section "
         "runs it (axes, legend, title; `plot-10M-categories.png`), and datashader's aggregate shaded by "
