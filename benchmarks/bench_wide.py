@@ -1,0 +1,161 @@
+"""Dense wide data larger than memory (issue 33): 10M x 768 float32 on disk, more than this machine's RAM.
+
+Data: embedding-like rows, as sentence or image encoders give: 64 clusters in a
+32-dimensional latent space (cluster centres plus spread), mapped to 768
+columns by a fixed random matrix, with noise on every column, each row scaled
+to unit length; float32, written by ``bigdr.write_zarr`` in 16,384-row chunks
+(about 31 GB; the page cache cannot hold it, so every pass reads from disk).
+
+Runs, each in a fresh process, 2 dask threads, BLAS on one thread per thread,
+the page cache dropped before each (root only):
+
+* ``read``: a plain pass over every block (``_harness.read_pass``), the floor;
+* ``pca``: ``PCA(50).fit`` (the solver ``auto`` picks for 768 columns);
+* ``srp``: ``SparseRandomProjection(64).fit_transform`` written to a zarr store;
+* ``chain``: ``PCA(50)`` fitted, every row transformed and written (10M x 50),
+  then ``Isomap(2, max_samples=100_000, on_disconnected="join")`` (a sampled graph
+  of 100,000 rows, landmarks; the clusters are components of the graph, joined) fitted on that
+  store and every row embedded and written: time and peak RSS of each step.
+
+Usage: python benchmarks/bench_wide.py [main|all] [--rows N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import DATA, PeakRSS, drop_page_cache, read_pass, run_child, run_sections  # noqa: E402
+
+SCRIPT = Path(__file__).resolve()
+WIDTH, LATENT, CLUSTERS, CHUNK = 768, 32, 64, 16_384
+
+
+def store(n: int) -> Path:
+    return DATA / f"wide-{n // 1_000_000}M-{WIDTH}.zarr"
+
+
+def generate(n: int) -> float:
+    """Write the store block by block (one 16,384-row block per task); returns the seconds."""
+    import dask.array as da
+
+    import bigdr
+
+    rng = np.random.default_rng(0)
+    centres = rng.standard_normal((CLUSTERS, LATENT)) * 2.0
+    spread = rng.uniform(0.3, 1.0, CLUSTERS)
+    mix = rng.standard_normal((LATENT, WIDTH)) / np.sqrt(LATENT)
+
+    def block(block_id=None):
+        i = block_id[0]
+        r = np.random.default_rng([1, i])
+        rows = min(CHUNK, n - i * CHUNK)
+        c = r.integers(CLUSTERS, size=rows)
+        z = centres[c] + spread[c, None] * r.standard_normal((rows, LATENT))
+        x = z @ mix + 0.3 * r.standard_normal((rows, WIDTH))
+        return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+    chunks = (tuple(min(CHUNK, n - s) for s in range(0, n, CHUNK)), (WIDTH,))
+    X = da.map_blocks(block, chunks=chunks, dtype=np.float32)
+    t0 = time.perf_counter()
+    bigdr.write_zarr(X, store(n), chunk_rows=CHUNK)
+    return time.perf_counter() - t0
+
+
+def child(case: str, n: int) -> dict:
+    import bigdr
+
+    path = str(store(n))
+    cold = drop_page_cache()
+    out: dict = {"case": case, "cold": cold}
+    with PeakRSS() as rss:
+        t0 = time.perf_counter()
+        if case == "read":
+            read_pass(path)
+        elif case == "pca":
+            model = bigdr.PCA(50).fit(path)
+            out.update(solver=model.svd_solver_, variance_ratio=float(model.explained_variance_ratio_.sum()))
+        elif case == "srp":
+            target = DATA / "wide-srp.zarr"
+            shutil.rmtree(target, ignore_errors=True)
+            bigdr.write_zarr(bigdr.SparseRandomProjection(64, random_state=0).fit_transform(path), target)
+            shutil.rmtree(target, ignore_errors=True)
+        elif case == "chain":
+            pcs, emb = DATA / "wide-pca50.zarr", DATA / "wide-isomap.zarr"
+            for p in (pcs, emb):
+                shutil.rmtree(p, ignore_errors=True)
+            pca = bigdr.PCA(50).fit(path)
+            out["pca_fit_seconds"] = time.perf_counter() - t0
+            bigdr.write_zarr(pca.transform(path), pcs)
+            out["pca_written_seconds"] = time.perf_counter() - t0
+            out["peak_after_pca_mib"] = rss.peak / 2**20
+            # clusters: the graph has a component each; the sample capped (the default grows it with the
+            # estimated dimension, to 1M rows for data like these)
+            iso = bigdr.Isomap(2, max_samples=100_000, on_disconnected="join")
+            bigdr.write_zarr(iso.fit_transform(str(pcs)), emb)
+            out.update(isomap_mode=iso.mode_, graph_rows=len(iso.reference_rows_), dimension=iso.intrinsic_dimension_)
+            for p in (pcs, emb):
+                shutil.rmtree(p, ignore_errors=True)
+        out["seconds"] = time.perf_counter() - t0
+    out["peak_rss_mib"] = rss.peak / 2**20
+    return out
+
+
+def run_main(n: int) -> tuple[dict, str]:
+    generated = None if store(n).exists() else run_child(SCRIPT, "generate", str(n), timeout=4 * 3600)
+    res = {"generate": generated}
+    for case in ("read", "pca", "read", "srp", "chain"):
+        r = run_child(SCRIPT, case, str(n), timeout=4 * 3600)
+        res.setdefault(case, []).append(r)
+        print(case, json.dumps(r), flush=True)
+    read = float(np.median([r["seconds"] for r in res["read"]]))
+    size = sum(f.stat().st_size for f in store(n).rglob("*") if f.is_file()) / 2**30
+    pca, srp, chain = res["pca"][0], res["srp"][0], res["chain"][0]
+    cold = (
+        "" if all(r["cold"] for k in ("read", "pca", "srp", "chain") for r in res[k]) else " (page cache not dropped)"
+    )
+    lines = [
+        f"## {n:,} x {WIDTH} float32 on disk ({size:.1f} GiB as stored; more than the machine's RAM)\n",
+        "Embedding-like rows (64 clusters in a 32-D latent space, mapped to 768 columns, noise on every column, "
+        "unit length), written by `bigdr.write_zarr` in 16,384-row chunks. Each run in a fresh process, 2 dask "
+        f"threads, BLAS on one thread per thread, the page cache dropped first{cold}. The read pass is the median "
+        "of two runs.\n",
+        "| run | time (s) | / read pass | peak RSS (MiB) | notes |",
+        "| --- | --- | --- | --- | --- |",
+        f"| read pass | {read:.0f} | 1.00 | {np.median([r['peak_rss_mib'] for r in res['read']]):.0f} | |",
+        f"| PCA(50).fit | {pca['seconds']:.0f} | {pca['seconds'] / read:.2f} | {pca['peak_rss_mib']:.0f} | "
+        f"solver {pca['solver']}; variance kept {pca['variance_ratio']:.3f} |",
+        f"| SparseRandomProjection(64), written | {srp['seconds']:.0f} | {srp['seconds'] / read:.2f} | "
+        f"{srp['peak_rss_mib']:.0f} | |",
+        f"| PCA(50) fit, transform written, then Isomap(2) fit and every row written | {chain['seconds']:.0f} | "
+        f"{chain['seconds'] / read:.2f} | {chain['peak_rss_mib']:.0f} | PCA fit {chain['pca_fit_seconds']:.0f} s, "
+        f"written at {chain['pca_written_seconds']:.0f} s (peak {chain['peak_after_pca_mib']:.0f} MiB); Isomap "
+        f"{chain['isomap_mode']}, graph of {chain['graph_rows']:,} rows, estimated dimension {chain['dimension']:.1f} |",
+    ]
+    if generated:
+        lines.append(f"\nGenerating and writing the store took {generated['seconds']:.0f} s.")
+    return res, "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "child":
+        n = int(sys.argv[3])
+        out = {"seconds": generate(n)} if sys.argv[2] == "generate" else child(sys.argv[2], n)
+        print(json.dumps(out))
+        return
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=["main", "all"], nargs="*", default="all")
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    args = ap.parse_args()
+    run_sections("wide", {"main": lambda: run_main(args.rows)}, args.case)
+
+
+if __name__ == "__main__":
+    main()
