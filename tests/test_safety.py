@@ -394,15 +394,18 @@ def test_the_sample_check_measures_the_gain_from_half_the_sample_to_all():
     assert sample_check(held, held[:, :2], np.full((3000, 2), np.nan), 10, 500) is None  # nothing to compare
 
 
-def test_a_roll_sampled_densely_enough_does_not_warn():
+def test_a_roll_sampled_densely_enough_does_not_warn(tmp_path):
     roll = np.asarray(bigdr.datasets.make_swiss_roll(12_000, noise=0.05)[0])
     with warnings.catch_warnings():
         warnings.simplefilter("error", SparseGraphWarning)
         model = bigdr.Isomap(2, max_samples=4000, check_sample=True).fit(roll)
     check = model.sample_check_
-    assert model.mode_ == "sampled" and check.n_rows == 4000 and check.n_held == 8000
-    assert not check.rising and check.full > 0.5 and abs(check.gain) < 0.05, check
+    assert model.mode_ == "sampled" and check["n_rows"] == 4000 and check["n_held"] == 8000
+    assert not check["rising"] and check["full"] > 0.5 and abs(check["gain"]) < 0.05, check
     assert bigdr.Isomap(2, max_samples=4000).fit(roll).sample_check_ is None  # off by default
+    path = tmp_path / "checked.bigdr"
+    model.save(path)
+    assert bigdr.load(path).sample_check_ == check  # kept, as JSON, by a saved model
 
 
 def test_the_sample_check_warns_where_halving_the_sample_loses_structure(monkeypatch):
@@ -420,7 +423,7 @@ def test_the_sample_check_warns_where_halving_the_sample_loses_structure(monkeyp
     with pytest.warns(SparseGraphWarning, match=r"R_NX\(10\)"):
         model = bigdr.Isomap(2, max_samples=4000, check_sample=True).fit(roll)
     check = model.sample_check_
-    assert check.rising and check.gain > sample.MIN_GAIN and check.full > 0.5 and abs(check.half) < 0.05
+    assert check["rising"] and check["gain"] > sample.MIN_GAIN and check["full"] > 0.5 and abs(check["half"]) < 0.05
 
 
 def slowly_decaying(n: int) -> np.ndarray:

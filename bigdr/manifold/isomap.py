@@ -189,7 +189,7 @@ class Isomap(SklearnSearch, ExtensionEstimator):
         Positions of the landmarks among the reference rows.
     n_components_found_ : int
         Number of connected components of the graph (before joining).
-    sample_check_ : SampleCheck or None
+    sample_check_ : dict or None
         ``check_sample``'s figures: ``full``, ``half``, their paired ``gain`` and its ``error``, ``rising``.
 
     References
@@ -588,7 +588,7 @@ class Isomap(SklearnSearch, ExtensionEstimator):
             "n_landmarks": len(self.landmark_indices_),
             "graph_rows": len(self.reference_rows_),
             "intrinsic_dimension": self.intrinsic_dimension_,
-            "sample_check": check._asdict() if (check := self.__dict__.get("sample_check_")) else None,
+            "sample_check": self.__dict__.get("sample_check_"),
         }
 
     def describe(self) -> str:

@@ -59,6 +59,10 @@ class SampleCheck(NamedTuple):
         """Whether halving the sample loses structure (a gain of at least MIN_GAIN, beyond SIGNIFICANCE errors)."""
         return self.gain > max(SIGNIFICANCE * self.error, MIN_GAIN)
 
+    def report(self) -> dict[str, Any]:
+        """The figures as plain types (a model keeps them as ``sample_check_``; saved models hold JSON)."""
+        return {**self._asdict(), "rising": self.rising}
+
     def message(self, parameter: str) -> str:
         return (
             f"The sample of {self.n_rows:,} rows ({parameter}) is too small for this manifold: embedded by a fit "
@@ -108,11 +112,12 @@ def sample_check(
 
 def check_fitted_sample(
     model: Any, X: Any, sample: np.ndarray, keys: np.ndarray, parameter: str, stacklevel: int = 2
-) -> SampleCheck | None:
+) -> dict[str, Any] | None:
     """:func:`sample_check` of an estimator fitted on ``sample``, rows of ``X`` drawn by key (``keys``; given
     rows have infinite keys) with its ``seed_``: rows held out from ``X`` by the same draw, the same
     estimator fitted on half the sample (``parameter``, its sample size, None; no check of its own), at
-    ``K`` its ``n_neighbors`` (10 when None). Warns (``SparseGraphWarning``) when halving loses structure."""
+    ``K`` its ``n_neighbors`` (10 when None). Warns (``SparseGraphWarning``) when halving loses structure;
+    returns :meth:`SampleCheck.report` (None when there is nothing to compare)."""
     seed = getattr(model, "seed_", 0)
     n_data = int(np.isfinite(keys).sum())
     n = int(model.n_samples_seen_)
@@ -132,6 +137,8 @@ def check_fitted_sample(
             return None
     full = np.asarray(model.transform(held), dtype=np.float64)
     check = sample_check(held, full, other, n_neighbors, n_data, random_state=seed)
-    if check is not None and check.rising:
+    if check is None:
+        return None
+    if check.rising:
         warnings.warn(check.message(parameter), SparseGraphWarning, stacklevel=stacklevel + 1)
-    return check
+    return check.report()
