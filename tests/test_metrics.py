@@ -208,6 +208,13 @@ def test_evaluate_command(held_out, tmp_path, capsys):
     other.write_text('{"mine": 1}')
     assert main(["evaluate", *args[:2], "--k", "5", "--json", str(other), "--overwrite", "--no-progress"]) == 2
     assert json.load(open(other)) == {"mine": 1}
+    # the spelling: --compare E2 ... ranks more embeddings beside the first, as extra positionals do
+    plain, again = tmp_path / "plain.json", tmp_path / "again.json"
+    assert main(["evaluate", *args, "--json", str(plain), "--no-progress"]) == 0
+    compare = [*args[:2], "--compare", args[2], "--k", "5,20", "--json", str(again), "--no-progress"]
+    assert main(["evaluate", *compare]) == 0
+    assert json.load(open(again))["embeddings"] == json.load(open(plain))["embeddings"]
+    assert "Ranked by the area under R_NX" in capsys.readouterr().out
     np.save(tmp_path / "short.npy", Y[:-1])
     assert main(["evaluate", str(tmp_path / "x.npy"), str(tmp_path / "short.npy"), "--no-progress"]) == 2
     err = capsys.readouterr().err

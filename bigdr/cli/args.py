@@ -451,6 +451,8 @@ def _add_evaluate(sub: Any) -> None:
     )
     e.add_argument("input", help="the data: zarr store, .npy, HDF5 or AnnData file")
     e.add_argument("embedding", nargs="+", help="one embedding of INPUT's rows, or several to compare")
+    e.add_argument("--compare", nargs="+", default=[], metavar="EMBEDDING",
+                   help="more embeddings of INPUT's rows, ranked beside the first")  # fmt: skip
     e.add_argument("--k", default="10,30,100", metavar="K1,K2,...", help="neighbourhood sizes (default 10,30,100)")
     e.add_argument("--queries", default="auto", metavar="N", help="query rows: a number, 'all' or 'auto' (default)")
     e.add_argument("--metric", default="euclidean", choices=["euclidean", "sqeuclidean", "cosine"])

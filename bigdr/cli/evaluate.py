@@ -34,20 +34,21 @@ def cmd_evaluate(args) -> int:
 
     ks, n_queries = _ks(args.k), _queries(args.queries)
     final = picture = None
-    inputs = [input_file(args.input)] + [input_file(e) for e in args.embedding]
+    paths = list(dict.fromkeys([*args.embedding, *args.compare]))  # in order, each once
+    inputs = [input_file(args.input)] + [input_file(e) for e in paths]
     if args.json:  # checked before any work
         final = check_output(args.json, "report", overwrite=args.overwrite, inputs=inputs)
     if args.plot:
         others = [final] if final is not None else []
         picture = check_output(args.plot, "png", overwrite=args.overwrite, inputs=inputs, others=others)
     X = as_array(args.input, dataset=args.dataset, name="input")
-    embeddings = [as_array(e, dataset=args.embedding_dataset, name="embedding") for e in args.embedding]
-    for path, Y in zip(args.embedding, embeddings):
+    embeddings = [as_array(e, dataset=args.embedding_dataset, name="embedding") for e in paths]
+    for path, Y in zip(paths, embeddings):
         if Y.shape[0] != X.shape[0]:
             raise ValueError(f"{path} has {Y.shape[0]:,} rows and {args.input} {X.shape[0]:,}; give embeddings of "
                              f"INPUT's rows, in their order.")  # fmt: skip
     reports = {}
-    for path, Y in zip(args.embedding, embeddings):
+    for path, Y in zip(paths, embeddings):
         t0 = time.perf_counter()
         report = evaluate(X, Y, ks, n_queries=n_queries, metric=args.metric, random_state=args.seed)
         print(f"{path} ({time.perf_counter() - t0:.1f} s)\n{report}\n")
