@@ -105,9 +105,7 @@ def sample_check(
         Xd, Yd = check_pair(held[placed], Y)
         per.append(per_query(neighbour_ranks(Xd, Yd, queries, n_neighbors), n_neighbors)["r_nx"])
     gain, error = mean_error(per[0] - per[1], m)
-    return SampleCheck(
-        n_rows, m, n_neighbors, len(queries), mean_error(per[0], m)[0], mean_error(per[1], m)[0], gain, error
-    )
+    return SampleCheck(n_rows, m, n_neighbors, len(queries), float(per[0].mean()), float(per[1].mean()), gain, error)
 
 
 def check_fitted_sample(
