@@ -123,6 +123,7 @@ def child(spec: dict) -> dict:
             path = open_anndata_csr(path).astype(np.float64)
 
         pass_times: list[float] = []
+        widths: list[int] = []
         if spec.get("time_passes"):  # time each product pass (one apply of the operator) inside the fit
             import bigdr.blockwise.linalg as linalg
 
@@ -133,6 +134,7 @@ def child(spec: dict) -> dict:
                     t = time.perf_counter()
                     product = apply(Z)
                     pass_times.append(time.perf_counter() - t)
+                    widths.append(int(Z.shape[1]))
                     return product
 
                 return krylov(measured, *args, **kwargs)
@@ -160,7 +162,7 @@ def child(spec: dict) -> dict:
             result.update(n_iter=model.n_iter_, angle_estimate=model.angle_, solver=model.svd_solver_)
             result["rss_before_fit_mib"] = base
             if pass_times:
-                result["pass_seconds"] = pass_times
+                result["pass_seconds"], result["block"] = pass_times, max(widths)
         else:
             model = bigdr.TruncatedSVD(k, algorithm=spec["solver"], random_state=0, tol=spec.get("tol", 0.0)).fit(path)
         V, variances = model.components_, model.explained_variance_
@@ -417,7 +419,7 @@ def atlas(rounds: int, quick: bool = False) -> tuple[dict, str]:
         spec = {"task": "bigdr-pca", "solver": "auto", "path": path, "k": k, "threads": 2, "time_passes": True}
         out["bigdr"] = run_child(SCRIPT, json.dumps({**spec, "out": f"{tmp}/single.npy"}), env=two, timeout=14400)
         print("bigdr", out["bigdr"], flush=True)
-        width = k + 10
+        width = out["bigdr"]["block"]  # the floor multiplies by as many columns as bigdr's Krylov block
         out["floor"] = run_child(SCRIPT, json.dumps({"task": "floor", "path": path, "k": k, "width": width,
                                                      "threads": 2, "out": ""}), env=two, timeout=7200)  # fmt: skip
         print("floor", out["floor"], flush=True)
@@ -459,8 +461,8 @@ def atlas(rounds: int, quick: bool = False) -> tuple[dict, str]:
     md = (
         "## 1,000,000 x 20,000 log-counts from `cells-1M.h5ad` (3% nonzero; 4.8 GB of CSR), top 50 components\n\n"
         "One run each (each takes minutes), 2 dask threads for bigdr and the floor, BLAS on one thread per "
-        "thread. The floor reads the same CSR blocks and computes `B^T (B Z)` for a dense `Z` of the same width "
-        "(k + oversamples = 60) with nothing else, on the same threads.\n\n"
+        f"thread. The floor reads the same CSR blocks and computes `B^T (B Z)` for a dense `Z` of the same width "
+        f"(bigdr's Krylov block, {width} columns) with nothing else, on the same threads.\n\n"
         "| run | time (s) | peak RSS (GiB) | read (s) |\n| --- | --- | --- | --- |\n"
         + "\n".join(
             [
@@ -469,7 +471,8 @@ def atlas(rounds: int, quick: bool = False) -> tuple[dict, str]:
                 row("scanpy sc.pp.pca, in memory (read_h5ad first)", out["scanpy-memory"]),
             ]
         )  # fmt: skip
-        + f"\n\nbigdr: solver {b['solver']}, {passes} product passes + 1 column-statistics pass; estimated "
+        + f"\n\nbigdr: solver {b['solver']}, {passes} product passes of {width} columns + 1 column-statistics "
+        f"pass; estimated "
         f"angle to the exact components {b['angle_estimate']:.2g} rad; memory estimate {b['estimate_mib'] / 1024:.2f} "
         f"GiB against a measured peak of {b['peak_rss_mib'] / 1024:.2f} GiB ({b['rss_before_fit_mib'] / 1024:.2f} GiB "
         f"before the fit).\n\n"

@@ -114,6 +114,26 @@ def test_randomized_iterates_to_its_accuracy_target_and_reports_it(data):
     assert exact.n_iter_ == 1 and exact.angle_ == 0.0
 
 
+def test_cached_data_takes_a_narrow_krylov_block_to_the_same_components(monkeypatch):
+    import bigdr.blockwise.linalg as linalg
+
+    X = cells(n=4000, p=1000, rank=60, seed=5)
+    Xd = as_sparse_array(X)
+    assert linalg.krylov_plan(Xd, 60, 1e-6, "auto", 4) == (20, 92)  # cached: 20 columns, the space of 31 x 60
+    assert linalg.krylov_plan(Xd, 60, 0.0, 30, 4) == (60, 4)  # no target: scikit-learn's sketch, n_iter passes
+    assert linalg.krylov_plan(Xd, 12, 1e-6, 7, 4) == (12, 7)  # a sketch narrower than the block stays
+    exact = SkPCA(50, svd_solver="full").fit(X.toarray())
+    narrow = bigdr.PCA(50, svd_solver="randomized", tol=1e-8, random_state=0).fit(X)
+    monkeypatch.setattr(linalg, "available_memory", lambda: 1 << 20)  # a machine where the data is not cached
+    assert linalg.krylov_plan(Xd, 60, 1e-6, None, 4) == (60, 30)
+    wide = bigdr.PCA(50, svd_solver="randomized", tol=1e-8, random_state=0).fit(X)
+    for model in (narrow, wide):
+        assert model.angle_ <= 1e-8 and angles(model.components_, exact.components_) <= 1e-7
+        np.testing.assert_allclose(model.explained_variance_, exact.explained_variance_, rtol=1e-9)
+    assert narrow.n_iter_ * 20 < wide.n_iter_ * 60  # fewer products of a column in all
+    assert narrow.n_iter_ > wide.n_iter_
+
+
 def test_randomized_warns_with_the_angle_on_a_flat_spectrum():
     rng = np.random.default_rng(3)
     X = sp.random(3000, 300, density=0.05, random_state=4, format="csr")

@@ -19,7 +19,7 @@ import dask.array as da
 import numpy as np
 
 from ..base import chunk_bytes_of
-from ..blockwise.linalg import krylov_bytes
+from ..blockwise.linalg import krylov_bytes, krylov_plan
 from ..blockwise.reduce import merged_bytes
 from ..core.eigen import Eigenpairs, qr_eigh, scatter_eigh
 from ..core.stats import QRState, merge_moments, merge_qr, qr_block, scatter_moments
@@ -100,8 +100,11 @@ def choose_solver(svd_solver: str, n: int, p: int, sparse: bool, n_components: A
     return "randomized"
 
 
-def solver_memory(solver: str, Xd: da.Array, n_components: Any, n_oversamples: int, iterations: int) -> dict[str, Part]:
-    """The memory parts of one PCA fit by ``solver`` (``iterations``: the randomized solver's most passes)."""
+def solver_memory(
+    solver: str, Xd: da.Array, n_components: Any, n_oversamples: int, tol: float, max_iter: Any, n_iter: int
+) -> dict[str, Part]:
+    """The memory parts of one PCA fit by ``solver`` (``tol``, ``max_iter``, ``n_iter``: the randomized
+    solver's, as :func:`~bigdr.blockwise.linalg.krylov_plan` takes them)."""
     n, p = Xd.shape
     sparse = hasattr(Xd._meta, "tocsr")
     # A read block, its centred copy for transform and the output in flight per thread.
@@ -113,7 +116,8 @@ def solver_memory(solver: str, Xd: da.Array, n_components: Any, n_oversamples: i
     if solver == "samples":
         parts["gram"] = Part(3 * n * n * 8, "the n x n Gram matrix and its eigensolver", "svd_solver", "gram")
     if solver == "randomized":  # no p x p matrix: the p x (k + oversamples) products merged over row blocks
-        width = int(n_components if isinstance(n_components, numbers.Integral) else 0) + n_oversamples
-        parts["sketch"] = Part(merged_bytes(p, width), "randomized sketches", "n_components")
-        parts["krylov"] = Part(krylov_bytes(p, width, iterations), "the Krylov basis and its products", "max_iter")
+        wide = min(int(n_components if isinstance(n_components, numbers.Integral) else 0) + n_oversamples, p, n)
+        block, passes = krylov_plan(Xd, wide, tol, max_iter, n_iter)
+        parts["sketch"] = Part(merged_bytes(p, block), "randomized sketches", "n_components")
+        parts["krylov"] = Part(krylov_bytes(p, block, passes), "the Krylov basis and its products", "max_iter")
     return parts

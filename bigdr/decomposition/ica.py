@@ -173,7 +173,7 @@ class FastICA(BigdrEstimator):
         p = Xd.shape[1]
         parts = {"stream": streaming(chunk_bytes_of(Xd), 3)}
         if self.whiten is not False:  # the whitening pass's state, as PCA's solver of the same name holds it
-            parts["states"] = solver_memory(WHITEN_ROUTES[self.whiten_solver], Xd, None, 0, 0)["states"]
+            parts["states"] = solver_memory(WHITEN_ROUTES[self.whiten_solver], Xd, None, 0, 0.0, 0, 0)["states"]
         if self.sample_size is not None:
             parts["sample"] = Part(3 * int(self.sample_size) * p * 8, "the sample and its whitened copy", "sample_size")
         return parts

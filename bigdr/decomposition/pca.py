@@ -74,9 +74,9 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         ``"samples"``: the n x n Gram route for n < p (three passes).
         ``"randomized"``: randomized block Krylov iteration with implicit
         centring for wide data (int ``n_components``): at least ``n_iter``
-        passes, and more until the accuracy ``tol`` is reached
-        (:func:`bigdr.core.eigen.block_krylov_eigh`; memory ``2 p (k +
-        n_oversamples)(max_iter + 1)`` floats for the Krylov basis).
+        passes, and more until the accuracy ``tol`` is reached; blocks of
+        20 columns on data cached between passes, else ``k + n_oversamples``
+        (:func:`bigdr.blockwise.linalg.krylov_plan`).
         scikit-learn's names choose the route that computes what theirs do:
         ``"full"`` is ``"tsqr"``, ``"covariance_eigh"`` ``"covariance"`` and
         ``"arpack"`` ``"randomized"`` (with scikit-learn's checks of
@@ -102,8 +102,8 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         the largest angle (radians) to the exact components is at most
         ``tol``, else warns with the angle after ``max_iter`` (``angle_``). 0:
         exactly ``n_iter`` passes.
-    max_iter : int
-        Most power iterations of the randomized solver.
+    max_iter : int or "auto"
+        Most passes of the randomized solver with a ``tol`` (``"auto"``: :func:`~bigdr.blockwise.linalg.krylov_plan`).
     random_state : int, numpy Generator or None
         Seed of the randomized solver's test matrix; the seed used is kept in
         ``seed_``.
@@ -229,7 +229,7 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         n_oversamples: int = 10,
         n_iter: int = 4,
         tol: float = 1e-6,
-        max_iter: int = 30,
+        max_iter: int | str = "auto",
         random_state: int | None = None,
         copy: bool = True,
         iterated_power: int | str = "auto",
@@ -275,7 +275,8 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
             raise ValueError(f"n_components={k} as a fraction of explained variance must lie strictly between 0 and 1.")
         check_int(self.n_oversamples, "n_oversamples", low=0)
         check_int(self.n_iter, "n_iter", low=0)
-        check_int(self.max_iter, "max_iter", low=0)
+        if not (isinstance(self.max_iter, str) and self.max_iter == "auto"):
+            check_int(self.max_iter, "max_iter", low=0)
         check_real(self.tol, "tol", low=0.0)
         for name in ("whiten", "scale", "copy"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
@@ -346,8 +347,8 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
         n, p = Xd.shape
         solver = self._choose_solver(n, p, sparse=hasattr(Xd._meta, "tocsr"))
-        passes = max(self.max_iter, self._least_passes()) if self.tol else self._least_passes()
-        return solver_memory(solver, Xd, self._leading(n, p), self.n_oversamples, passes)
+        limits = (self.tol, self.max_iter, self._least_passes())
+        return solver_memory(solver, Xd, self._leading(n, p), self.n_oversamples, *limits)
 
     def _fit_randomized(self, Xd: da.Array) -> None:
         n, p = Xd.shape
@@ -359,10 +360,9 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         self.n_components_rule_ = int(k)
         tol = float(self.tol) or None
         scale = feature_scale(col.scatter, n) if self.scale else None
-        passes = self._least_passes()
         eig = randomized_scatter_eig(
-            Xd, col.mean, int(k), self.n_oversamples, passes, self.seed_,
-            tol=tol, max_iter=max(self.max_iter, passes), criterion="angle", scale=scale,
+            Xd, col.mean, int(k), self.n_oversamples, self._least_passes(), self.seed_,
+            tol=tol, max_iter=self.max_iter, criterion="angle", scale=scale,
         )  # fmt: skip
         total = col.scatter.sum() if scale is None else (col.scatter / scale**2).sum()
         self._set_fitted(eig.values, eig.vectors, n, col.mean, total, Xd.dtype, k, scale)

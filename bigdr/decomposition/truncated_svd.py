@@ -17,7 +17,7 @@ import numpy as np
 from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
 from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
-from ..blockwise.linalg import krylov_bytes, randomized_scatter_eig
+from ..blockwise.linalg import krylov_bytes, krylov_plan, randomized_scatter_eig
 from ..blockwise.reduce import column_statistics, merged_bytes, tree_reduce
 from ..core.eigen import LONG_EIGH, flip_signs, top_eigh
 from ..core.stats import merge_moments
@@ -28,7 +28,9 @@ from ..runtime.compute import compute, step
 from ..runtime.memory import Part, streaming
 
 ALGORITHMS = ("randomized", "covariance", "arpack")
-#: Most iterations of the randomized algorithm with a positive ``tol`` (block Krylov converges in far fewer).
+#: Most passes of a (k + n_oversamples)-wide block of the randomized algorithm with a positive ``tol`` (block
+#: Krylov converges in far fewer); a narrower block (:func:`~bigdr.blockwise.linalg.krylov_plan`) fills the same
+#: Krylov space in proportionally more passes.
 MAX_ITER = 20
 
 
@@ -74,8 +76,10 @@ class TruncatedSVD(BigdrEstimator):
     tol : float
         ``arpack``'s tolerance (0: machine precision). For ``randomized``, a
         positive value continues the iteration past ``n_iter`` until the
-        residual of every kept singular pair is below it, and warns when 50
-        passes do not reach it.
+        residual of every kept singular pair is below it, and warns when it
+        is not reached within a Krylov space of 21 passes of ``n_components
+        + n_oversamples`` columns (more passes of a narrower block on data
+        that stays in memory between passes).
 
     Attributes
     ----------
@@ -157,11 +161,14 @@ class TruncatedSVD(BigdrEstimator):
             gram = merged_bytes(p, p, hasattr(Xd._meta, "tocsr"))
             parts["gram"] = Part(gram, "p x p Gram matrices being merged", "algorithm")
         else:
-            width = int(self.n_components) + int(self.n_oversamples)
+            width, iterations = self._krylov_plan(Xd)
             parts["sketch"] = Part(merged_bytes(p, width), "p x (k + oversamples) products in the merge tree", "")
-            iterations = max(MAX_ITER, int(self.n_iter)) if self.tol else int(self.n_iter)
             parts["krylov"] = Part(krylov_bytes(p, width, iterations), "the Krylov basis and its products", "n_iter")
         return parts
+
+    def _krylov_plan(self, Xd: da.Array) -> tuple[int, int]:
+        wide = min(int(self.n_components) + int(self.n_oversamples), *Xd.shape)
+        return krylov_plan(Xd, wide, self.tol, None, int(self.n_iter), max(MAX_ITER, int(self.n_iter)))
 
     # -- fitting -------------------------------------------------------------
     def fit(self, X: Any, y: Any = None) -> TruncatedSVD:
@@ -187,8 +194,17 @@ class TruncatedSVD(BigdrEstimator):
         else:
             (col,) = compute(column_statistics(Xd))
             tol = float(self.tol) or None
+            block, passes = self._krylov_plan(Xd)
             eig = randomized_scatter_eig(
-                Xd, np.zeros(p), k, int(self.n_oversamples), int(self.n_iter), self.seed_, tol=tol, max_iter=MAX_ITER
+                Xd,
+                np.zeros(p),
+                k,
+                int(self.n_oversamples),
+                int(self.n_iter),
+                self.seed_,
+                tol=tol,
+                max_iter=passes,
+                block=block,
             )
             if tol is not None and eig.residual > tol:
                 warnings.warn(

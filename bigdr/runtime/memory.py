@@ -89,14 +89,15 @@ def memory_limit() -> tuple[int | None, str]:
             raise ValueError(
                 f"bigdr.memory-limit must be a size like '8GiB', 'none' or 'auto'; got {setting!r}."
             ) from exc
-    limit, source = _available(), "available memory"
+    limit, source = available_memory(), "available memory"
     worker = _smallest_worker_limit()
     if worker is not None and worker < limit:
         limit, source = worker, "the smallest worker's memory limit"
     return limit, source
 
 
-def _available() -> int:
+def available_memory() -> int:
+    """Bytes of memory available to this process now (free and reclaimable, page cache included)."""
     try:
         import psutil
 
