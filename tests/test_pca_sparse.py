@@ -122,6 +122,8 @@ def test_cached_data_takes_a_narrow_krylov_block_to_the_same_components(monkeypa
     assert linalg.krylov_plan(Xd, 60, 1e-6, "auto", 4) == (20, 92)  # cached: 20 columns, the space of 31 x 60
     assert linalg.krylov_plan(Xd, 60, 0.0, 30, 4) == (60, 4)  # no target: scikit-learn's sketch, n_iter passes
     assert linalg.krylov_plan(Xd, 12, 1e-6, 7, 4) == (12, 7)  # a sketch narrower than the block stays
+    dense = da.from_array(X.toarray(), chunks=(1000, 1000))
+    assert linalg.krylov_plan(dense, 60, 1e-6, "auto", 4) == (60, 30)  # a dense pass costs the same at 20 columns
     exact = SkPCA(50, svd_solver="full").fit(X.toarray())
     narrow = bigdr.PCA(50, svd_solver="randomized", tol=1e-8, random_state=0).fit(X)
     monkeypatch.setattr(linalg, "available_memory", lambda: 1 << 20)  # a machine where the data is not cached

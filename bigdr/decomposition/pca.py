@@ -75,7 +75,7 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         ``"randomized"``: randomized block Krylov iteration with implicit
         centring for wide data (int ``n_components``): at least ``n_iter``
         passes, and more until the accuracy ``tol`` is reached; blocks of
-        20 columns on data cached between passes, else ``k + n_oversamples``
+        20 columns on sparse data cached between passes, else ``k + n_oversamples``
         (:func:`bigdr.blockwise.linalg.krylov_plan`).
         scikit-learn's names choose the route that computes what theirs do:
         ``"full"`` is ``"tsqr"``, ``"covariance_eigh"`` ``"covariance"`` and
