@@ -334,9 +334,11 @@ def test_implicit_scaling_equals_scanpy_scale_then_pca(data):
     chunk=st.integers(1, 50),
 )
 def test_fused_normal_product_equals_the_dense_formula(n, p, k, density, dtype, big_index, seed, chunk):
-    """``Xc^T (Xc Z)`` from the fused CSR kernel equals the dense formula, for float32 values read as
-    stored, integer counts, 64-bit indices, empty rows, and duplicate, unsorted entries (which add up)."""
+    """``Xc^T (Xc Z)`` from the fused CSR kernel, and the column means and variances, equal the dense formulas,
+    for float32 values read as stored, integer counts, 64-bit indices, empty rows, and duplicate, unsorted
+    entries (which add up)."""
     from bigdr.core.sparse_products import centred_normal_product
+    from bigdr.core.stats import sparse_column_moments
 
     rng = np.random.default_rng(seed)
     X = sp.random(n, p, density=density, format="coo", random_state=rng, dtype=np.float64)
@@ -353,3 +355,6 @@ def test_fused_normal_product_equals_the_dense_formula(n, p, k, density, dtype, 
     got = centred_normal_product(M, Z, mean, chunk=chunk)  # rows gathered, then scattered, chunk by chunk
     assert got.dtype == np.float64 and got.shape == (p, k)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10 * (1 + np.abs(expected).max()))
+    moments = sparse_column_moments(M)  # the column statistics' kernel, on the same blocks
+    np.testing.assert_allclose(moments.mean, dense.mean(axis=0), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(moments.scatter, n * dense.var(axis=0), rtol=1e-9, atol=1e-9 * (1 + dense.max() ** 2))

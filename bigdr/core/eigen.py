@@ -195,8 +195,10 @@ def block_krylov_eigh(
     rng = as_generator(random_state)
     check = width if n_check is None else n_check
     capacity = min(dim, width * ((n_iter if tol is None else max(max_iter, n_iter)) + 1))
-    K = np.empty((dim, capacity))  # the orthonormal Krylov basis
-    AK = np.empty((dim, capacity))  # A times it
+    # Column-major, so memory is taken as the space grows: a row-major array is touched on every page by
+    # the second block (cells-100k, 50 components: 300 MB at once for 1,860 columns, 58 MB for the 360 used)
+    K = np.empty((dim, capacity), order="F")  # the orthonormal Krylov basis
+    AK = np.empty((dim, capacity), order="F")  # A times it
     T = np.empty((capacity, capacity))  # K^T A K, grown a block at a time
     Z, _ = np.linalg.qr(rng.standard_normal((dim, min(width, dim))))
     m, iteration = 0, 0

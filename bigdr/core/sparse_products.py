@@ -1,4 +1,4 @@
-"""Products of a CSR block with a dense matrix, fused so the block is read once and never copied.
+"""Products of a CSR block with a dense matrix, fused so the block is read once and never copied; its column sums.
 
 The randomized and block-Krylov solvers spend nearly all their time in one
 product per pass, ``Xc^T (Xc Z)`` with ``Xc = X - 1 m^T`` the implicitly
@@ -51,6 +51,29 @@ def _normal_rows(data, indices, indptr, Z, shift, out, colsum, chunk):  # pragma
                 j, v = indices[jj], data[jj]
                 for c in range(k):
                     out[j, c] += v * y[c]
+
+
+@numba.njit(nogil=True, cache=True)
+def _column_sums(data, indices, sums, squares):  # pragma: no cover (compiled)
+    for jj in range(data.size):
+        v = np.float64(data[jj])
+        sums[indices[jj]] += v
+        squares[indices[jj]] += v * v
+
+
+def column_sums(block: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Column sums and sums of squares of a sparse block, float64 (p,) each, from the values as stored.
+
+    No copy of the block: scipy's ``astype(float64)`` and ``multiply`` made
+    two (data and indices) per block, which set the peak memory of a sparse
+    PCA (a one-off profile on 100,000 x 10,000 log-counts, 2 threads: 441 MiB
+    for the column statistics against 159 MiB for a product pass).
+    """
+    X = block.tocsr()  # no copy for CSR; duplicate entries add up
+    data = X.data if X.data.dtype in (np.float32, np.float64) else X.data.astype(np.float64)
+    sums, squares = np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    _column_sums(data, X.indices, sums, squares)
+    return sums, squares
 
 
 def centred_normal_product(block: Any, Z: np.ndarray, mean: np.ndarray, chunk: int = CHUNK_ROWS) -> np.ndarray:

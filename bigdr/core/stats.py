@@ -37,6 +37,7 @@ import numpy as np
 import scipy.linalg
 
 from .._validation import check_block_finite
+from .sparse_products import column_sums
 
 
 class Moments(NamedTuple):
@@ -110,14 +111,14 @@ def sparse_moments(block: Any, diagonal: bool = False, first_row: int = 0) -> Mo
     means are of the order of their spread (dense blocks, which can be
     shifted first, have no such term: :func:`moments_block`).
     """
+    n = block.shape[0]
+    if diagonal:  # sums read from the values as stored: no float64 copy of the block, nor of its square
+        sums, squares = column_sums(block)
+        mean = sums / max(n, 1)
+        return Moments(n, mean, squares - n * mean * mean)
     X = block.astype(np.float64)
-    n = X.shape[0]
     mean = np.asarray(X.sum(axis=0)).ravel() / max(n, 1)
-    if diagonal:
-        scatter = np.asarray(X.multiply(X).sum(axis=0)).ravel() - n * mean * mean
-    else:
-        scatter = (X.T @ X).toarray() - n * np.outer(mean, mean)
-    return Moments(n, mean, scatter)
+    return Moments(n, mean, (X.T @ X).toarray() - n * np.outer(mean, mean))
 
 
 def sparse_scatter_moments(block: Any, first_row: int = 0) -> Moments:
