@@ -67,7 +67,6 @@ def randomized_scatter_eig(
     max_iter: int | str | None = 50,
     criterion: str = "residual",
     scale: np.ndarray | None = None,
-    block: int | None = None,
 ) -> Eigenpairs:
     """Top eigenpairs of the scatter of ``X - mean`` by randomized block Krylov iteration.
 
@@ -86,14 +85,13 @@ def randomized_scatter_eig(
     ``D = diag(scale)``, applied as ``D^-1 (Xc^T (Xc (D^-1 Z)))``: the scaled
     matrix is never formed either.
 
-    The Krylov space grows by ``block`` columns a pass (default: by
-    :func:`krylov_plan`, which also fills in ``max_iter=None``).
+    The Krylov space grows by the block :func:`krylov_plan` chooses, which
+    also fills in ``max_iter=None``.
     """
     n, p = X.shape
     wide = int(min(n_components + n_oversamples, p, n))
     tol = tol or None
     width, max_iter = krylov_plan(X, wide, tol, max_iter, n_iter)
-    width = min(wide, int(block)) if block is not None else width
     if hasattr(X._meta, "tocsr"):  # sparse rows: centred implicitly, one pass per product, never densified
 
         def apply(Z: np.ndarray) -> np.ndarray:

@@ -194,17 +194,9 @@ class TruncatedSVD(BigdrEstimator):
         else:
             (col,) = compute(column_statistics(Xd))
             tol = float(self.tol) or None
-            block, passes = self._krylov_plan(Xd)
+            _, passes = self._krylov_plan(Xd)  # the block follows from the same plan inside
             eig = randomized_scatter_eig(
-                Xd,
-                np.zeros(p),
-                k,
-                int(self.n_oversamples),
-                int(self.n_iter),
-                self.seed_,
-                tol=tol,
-                max_iter=passes,
-                block=block,
+                Xd, np.zeros(p), k, int(self.n_oversamples), int(self.n_iter), self.seed_, tol=tol, max_iter=passes
             )
             if tol is not None and eig.residual > tol:
                 warnings.warn(
