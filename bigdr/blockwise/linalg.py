@@ -21,7 +21,7 @@ from ..core.sparse_products import centred_normal_product
 from ..io.sparse import SPARSE_CHUNK_NNZ
 from ..runtime.compute import compute
 from ..runtime.memory import available_memory
-from .reduce import tree_reduce
+from .reduce import Rider, tree_reduce, tree_reduce_carrying
 
 #: Krylov block of the accuracy-driven solver on sparse data that stays in memory between passes: a pass
 #: then costs its products, which grow with the block's width, and narrow blocks reach the same accuracy in
@@ -67,6 +67,7 @@ def randomized_scatter_eig(
     max_iter: int | str | None = 50,
     criterion: str = "residual",
     scale: np.ndarray | None = None,
+    rider: Rider | None = None,
 ) -> Eigenpairs:
     """Top eigenpairs of the scatter of ``X - mean`` by randomized block Krylov iteration.
 
@@ -83,7 +84,9 @@ def randomized_scatter_eig(
     A sparse ``X`` is centred implicitly and never densified. With
     ``scale`` (one value per feature), the operator is ``D^-1 Xc^T Xc D^-1``,
     ``D = diag(scale)``, applied as ``D^-1 (Xc^T (Xc (D^-1 Z)))``: the scaled
-    matrix is never formed either.
+    matrix is never formed either. ``rider``: a row-block reduction of ``X``
+    run in the first product's pass (on sparse blocks, the same reads: one
+    pass fewer), its value set in ``rider.value``.
 
     The Krylov space grows by the block :func:`krylov_plan` chooses, which
     also fills in ``max_iter=None``.
@@ -92,18 +95,29 @@ def randomized_scatter_eig(
     wide = int(min(n_components + n_oversamples, p, n))
     tol = tol or None
     width, max_iter = krylov_plan(X, wide, tol, max_iter, n_iter)
-    if hasattr(X._meta, "tocsr"):  # sparse rows: centred implicitly, one pass per product, never densified
+    sparse = hasattr(X._meta, "tocsr")
+    Xc = None if sparse else X - mean.astype(X.dtype)
 
-        def apply(Z: np.ndarray) -> np.ndarray:
-            (out,) = compute(tree_reduce(X, centred_normal_product, operator.add, shared=(delayed(Z), delayed(mean))))
-            return np.asarray(out, dtype=np.float64)
-
-    else:
-        Xc = X - mean.astype(X.dtype)
-
-        def apply(Z: np.ndarray) -> np.ndarray:
-            Zd = da.from_array(Z, chunks=(X.chunks[1], Z.shape[1]))
-            return np.asarray(compute(Xc.T @ (Xc @ Zd))[0], dtype=np.float64)
+    def apply(Z: np.ndarray) -> np.ndarray:
+        nonlocal rider
+        if sparse:  # centred implicitly, one pass per product, never densified
+            shared = (delayed(Z), delayed(mean))
+            if rider is None:
+                (out,) = compute(tree_reduce(X, centred_normal_product, operator.add, shared=shared))
+            else:  # the first pass also reduces the rider
+                ((out, rider.value),) = compute(
+                    tree_reduce_carrying(X, centred_normal_product, operator.add, rider, shared=shared)
+                )
+                rider = None
+        else:
+            assert Xc is not None
+            product = Xc.T @ (Xc @ da.from_array(Z, chunks=(X.chunks[1], Z.shape[1])))
+            if rider is None:
+                (out,) = compute(product)
+            else:  # computed with the first product (dask's blocks may be read twice)
+                out, rider.value = compute(product, tree_reduce(X, rider.kernel, rider.merge, with_offset=True))
+                rider = None
+        return np.asarray(out, dtype=np.float64)
 
     if scale is not None:
         unscaled, inverse = apply, 1.0 / np.asarray(scale, dtype=np.float64)[:, None]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import dask
@@ -20,6 +21,20 @@ from ..core.stats import merge_all
 #: float64 states alive at once in :func:`tree_reduce` (fan-in 8, one merge per worker thread, the
 #: inputs held until the merge ends; calibrated by benchmarks/bench_memory.py).
 MERGE_STATES = 10
+
+
+@dataclass
+class Rider:
+    """A row-block reduction carried by another pass over the same blocks, so it reads nothing of its own.
+
+    ``kernel(block, first_row)`` gives a block's state and ``merge`` joins two,
+    as in :func:`tree_reduce` with ``with_offset=True``; ``value`` holds the
+    merged state once the pass carrying it has run.
+    """
+
+    kernel: Callable[..., Any]
+    merge: Callable[[Any, Any], Any]
+    value: Any = None
 
 
 def merged_bytes(rows: int, cols: int, sparse: bool = False) -> int:
@@ -97,7 +112,34 @@ def column_statistics(X: da.Array) -> Any:
     Dense blocks are shifted first (:func:`bigdr.core.stats.column_moments`); sparse
     ones stay sparse (:func:`bigdr.core.stats.sparse_column_moments`).
     """
+    rider = column_statistics_rider(X)
+    return tree_reduce(X, rider.kernel, rider.merge, with_offset=True)
+
+
+def column_statistics_rider(X: da.Array) -> Rider:
+    """:func:`column_statistics` as a :class:`Rider`, to be carried by another pass over ``X``."""
     from ..core.stats import column_moments, merge_moments, sparse_column_moments
 
-    kernel = sparse_column_moments if hasattr(X._meta, "tocsr") else column_moments
-    return tree_reduce(X, kernel, merge_moments, with_offset=True)
+    return Rider(sparse_column_moments if hasattr(X._meta, "tocsr") else column_moments, merge_moments)
+
+
+def _carried(block_fn: Callable, rider_kernel: Callable, block: Any, first_row: int, *shared: Any) -> tuple:
+    return block_fn(block, *shared), rider_kernel(block, first_row)
+
+
+def _merge_carried(merge: Callable, rider_merge: Callable, a: tuple, b: tuple) -> tuple:
+    return merge(a[0], b[0]), rider_merge(a[1], b[1])
+
+
+def tree_reduce_carrying(X: da.Array, block_fn: Callable, merge: Callable, rider: Rider, shared: tuple = ()) -> Any:
+    """:func:`tree_reduce` of ``block_fn`` (without offset) that also reduces ``rider`` in the same read of each block.
+
+    A ``Delayed`` of the pair (the reduction, the rider's state).
+    """
+    return tree_reduce(
+        X,
+        functools.partial(_carried, block_fn, rider.kernel),
+        functools.partial(_merge_carried, merge, rider.merge),
+        with_offset=True,
+        shared=shared,
+    )
