@@ -3,6 +3,8 @@ import dask.array as da
 import numpy as np
 import pytest
 from conftest import exact_neighbors, recall
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.neighbors import NearestNeighbors
 
 from bigdr.graph.knn import KNNGraph, knn_graph
@@ -241,3 +243,19 @@ def test_index_with_radii_searches_far_queries_again():
     # a training row queried is its own nearest row (distance 0) once found
     assert (watched <= plain).all() and (watched == 0).sum() > (plain == 0).sum()
     assert NeighborIndex(method="faiss").fit(X[:50]).set_radii(None, 0).query_block(X[:5], 3)[1][:, 0].max() == 0
+
+
+@given(blocks=st.lists(st.integers(1, 400), min_size=1, max_size=12), threads=st.integers(1, 8))
+@settings(max_examples=60, deadline=None)
+def test_query_blocks_are_split_inside_the_old_ones(blocks, threads):
+    from bigdr.graph.neighbors import QUERY_TASKS_PER_THREAD, split_for_balance
+
+    X = da.zeros((sum(blocks), 3), chunks=(tuple(blocks), 3))
+    with dask.config.set(num_workers=threads):
+        Y = split_for_balance(X)
+    new = np.cumsum(Y.chunks[0])
+    assert new[-1] == X.shape[0] and min(Y.chunks[0]) > 0
+    assert set(np.cumsum(blocks)) <= set(new)  # every old boundary kept: each new block inside an old one
+    pieces = max(1, -(-QUERY_TASKS_PER_THREAD * threads // len(blocks)))  # per old block, each row at most one
+    assert Y.numblocks[0] == sum(min(pieces, size) for size in blocks)
+    assert max(Y.chunks[0]) <= max(-(-size // pieces) for size in blocks)  # evenly
