@@ -83,3 +83,29 @@ def test_progress_rejects_unknown_modes():
     with pytest.raises(ValueError, match="'bar', 'lines' or False"):
         with progress("verbose"):
             pass
+
+
+def test_the_driver_takes_the_scheduler_threads_for_blas_only_between_computes():
+    import dask.array as da
+    import numpy as np
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from bigdr.runtime.compute import compute, driver_blas
+
+    def blas_threads():
+        return max(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
+
+    seen = []
+
+    def record(block):
+        seen.append(blas_threads())
+        return block
+
+    X = da.ones((40, 3), chunks=10).map_blocks(record, dtype=float, meta=np.empty((0, 0)))
+    with threadpool_limits(limits=1, user_api="blas"), dask.config.set(scheduler="threads", num_workers=2):
+        with driver_blas():
+            inside = blas_threads()
+            (total,) = compute(X.sum())
+        after = blas_threads()
+    assert (inside, after, float(total)) == (2, 1, 120.0)
+    assert seen == [1, 1, 1, 1]  # dask's threads keep one BLAS thread each

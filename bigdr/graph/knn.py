@@ -28,6 +28,7 @@ from .neighbors import (
     far_rows,
     query_row_bytes,
     record_dtype,
+    split_for_balance,
     split_records,
 )
 
@@ -206,6 +207,7 @@ def knn_graph(
     backend = BACKENDS[chosen]
     if not backend.builds_self_graph:  # an index of all rows, every row queried blockwise
         index = NeighborIndex(metric, chosen, random_state=random_state, nndescent_kwargs=nndescent_kwargs).fit(Xd)
+        Xd = split_for_balance(Xd)
         ind, dist = blockwise_query(Xd, index, k, exclude_self=True)
         if not index.exact:
             ind, dist = requery_far_rows(Xd, index, ind, dist)

@@ -376,7 +376,6 @@ def blockwise_query(Xd: da.Array, index: NeighborIndex, k: int, exclude_self: bo
     """Lazy (indices, distances) of every row block of ``Xd`` against ``index``."""
     if len(Xd.chunks[1]) != 1:
         Xd = Xd.rechunk({1: -1})
-    Xd = split_for_balance(Xd)
     # One graph key for the index: shipped to each worker once. The name is
     # fixed at fit time; letting dask tokenize the index would pickle the
     # whole tree just to name the key (seconds for a large index).
@@ -388,10 +387,9 @@ def blockwise_query(Xd: da.Array, index: NeighborIndex, k: int, exclude_self: bo
     return split_records(records, k)
 
 
-#: Query tasks per worker thread at least: every row costs about the same, and when a thread has only a few
-#: large blocks the last one runs alone (1M x 50 single-cell PCs against faiss's HNSW, 2 threads: 9 blocks of
-#: 123,361 rows). A query costs far more per row than reading it (about 90 us), so a block of a store read in
-#: pieces costs little.
+#: Tasks per worker thread at least when every row of a data set in memory is queried (an all-rows graph):
+#: every row costs about the same, and when a thread has only a few large blocks the last one runs alone
+#: (1M x 50 single-cell PCs against faiss's HNSW, 2 threads: 9 blocks of 123,361 rows).
 QUERY_TASKS_PER_THREAD = 16
 
 

@@ -42,7 +42,7 @@ from ..graph.neighbors import NeighborIndex
 from ..graph.operators import symmetric_operator
 from ..graph.sparse import check_graph_params, check_graph_size, resolve_components
 from ..io import as_array, from_numpy
-from ..runtime.compute import compute
+from ..runtime.compute import compute, driver_blas
 from ..runtime.memory import MemoryEstimate, Part, check_memory, streaming
 from .nystrom import EXTEND_ROWS, NystromExtension, ratio_block
 from .spectral_partitioned import fit_partitioned
@@ -237,7 +237,8 @@ class _SpectralBase(ExtensionEstimator):
         if solver == "auto" and warm is None:  # a warm start is LOBPCG's (partial_fit)
             solver = graph_solver(L.shape[0], int(degree), dimension)
         self.eigen_solver_ = solver
-        eig = smallest_eigh(L, d + 1, solver, self.seed_, op.null_vector, initial=initial, **self._eigen_tol())
+        with driver_blas():
+            eig = smallest_eigh(L, d + 1, solver, self.seed_, op.null_vector, initial=initial, **self._eigen_tol())
         mu, U = eig.values, eig.vectors
         scale_l = float(abs(L).sum(axis=1).max())
         self.n_unit_eigenvalues_ = int(np.sum(mu < 1e-9 * scale_l))
