@@ -21,7 +21,7 @@ from ..core.sparse_products import centred_normal_product
 from ..io.sparse import SPARSE_CHUNK_NNZ
 from ..runtime.compute import compute
 from ..runtime.memory import available_memory
-from .reduce import Rider, tree_reduce, tree_reduce_carrying
+from .reduce import Rider, column_statistics, column_statistics_rider, tree_reduce, tree_reduce_carrying
 
 #: Krylov block of the accuracy-driven solver on sparse data that stays in memory between passes: a pass
 #: then costs its products, which grow with the block's width, and narrow blocks reach the same accuracy in
@@ -30,6 +30,12 @@ from .reduce import Rider, tree_reduce, tree_reduce_carrying
 #: is read from disk on every pass, and a dense pass costs about the same at 20 columns as at 60 (30,000 x
 #: 20,000 float32: 228 s against 118 s in all, one-off), so both keep the wide block and its fewer passes.
 CACHED_BLOCK = 20
+
+
+#: Largest ratio of ``n |m|^2`` to the centred scatter's trace at which a product made uncentred is centred
+#: afterwards (:func:`randomized_scatter_eig` with ``mean=None``): about this many times the rounding of the
+#: float64 sums cancels into the centred product's (1e-12 relative at most). Sparse log-counts: about 0.1.
+CANCELLATION = 1e4
 
 
 def krylov_plan(
@@ -57,7 +63,7 @@ def krylov_plan(
 
 def randomized_scatter_eig(
     X: da.Array,
-    mean: np.ndarray,
+    mean: np.ndarray | None,
     n_components: int,
     n_oversamples: int = 10,
     n_iter: int = 4,
@@ -86,7 +92,12 @@ def randomized_scatter_eig(
     ``D = diag(scale)``, applied as ``D^-1 (Xc^T (Xc (D^-1 Z)))``: the scaled
     matrix is never formed either. ``rider``: a row-block reduction of ``X``
     run in the first product's pass (on sparse blocks, the same reads: one
-    pass fewer), its value set in ``rider.value``.
+    pass fewer), its value set in ``rider.value``. ``mean=None`` (sparse
+    ``X``, ``rider`` the column statistics, no ``scale``): the mean is the
+    rider's, and the first product, made before it is known, is centred
+    after: ``Xc^T Xc Z = X^T X Z - n m (m^T Z)``; when ``n |m|^2`` exceeds
+    :data:`CANCELLATION` times the scatter's trace, too many digits would
+    cancel and the first product is made again, centred.
 
     The Krylov space grows by the block :func:`krylov_plan` chooses, which
     also fills in ``max_iter=None``.
@@ -96,26 +107,39 @@ def randomized_scatter_eig(
     tol = tol or None
     width, max_iter = krylov_plan(X, wide, tol, max_iter, n_iter)
     sparse = hasattr(X._meta, "tocsr")
-    Xc = None if sparse else X - mean.astype(X.dtype)
+    if mean is None and (not sparse or rider is None or scale is not None):
+        raise ValueError("mean=None needs sparse X, the column statistics as rider, and no scale.")
+    Xc = None if sparse or mean is None else X - mean.astype(X.dtype)
 
     def apply(Z: np.ndarray) -> np.ndarray:
-        nonlocal rider
+        nonlocal rider, mean
         if sparse:  # centred implicitly, one pass per product, never densified
-            shared = (delayed(Z), delayed(mean))
+
+            def product(m: np.ndarray) -> Any:
+                return tree_reduce(X, centred_normal_product, operator.add, shared=(delayed(Z), delayed(m)))
+
             if rider is None:
-                (out,) = compute(tree_reduce(X, centred_normal_product, operator.add, shared=shared))
+                assert mean is not None  # known from the start or from the first pass
+                (out,) = compute(product(mean))
             else:  # the first pass also reduces the rider
+                shared = (delayed(Z), delayed(np.zeros(p) if mean is None else mean))
                 ((out, rider.value),) = compute(
                     tree_reduce_carrying(X, centred_normal_product, operator.add, rider, shared=shared)
                 )
+                if mean is None:
+                    col, mean = rider.value, rider.value.mean
+                    if col.n * float(mean @ mean) <= CANCELLATION * float(np.sum(col.scatter)):
+                        out = out - col.n * np.outer(mean, mean @ Z)
+                    else:
+                        (out,) = compute(product(mean))
                 rider = None
         else:
             assert Xc is not None
-            product = Xc.T @ (Xc @ da.from_array(Z, chunks=(X.chunks[1], Z.shape[1])))
+            graph = Xc.T @ (Xc @ da.from_array(Z, chunks=(X.chunks[1], Z.shape[1])))
             if rider is None:
-                (out,) = compute(product)
+                (out,) = compute(graph)
             else:  # computed with the first product (dask's blocks may be read twice)
-                out, rider.value = compute(product, tree_reduce(X, rider.kernel, rider.merge, with_offset=True))
+                out, rider.value = compute(graph, tree_reduce(X, rider.kernel, rider.merge, with_offset=True))
                 rider = None
         return np.asarray(out, dtype=np.float64)
 
@@ -130,6 +154,40 @@ def randomized_scatter_eig(
     )
     values, vectors = np.clip(eig.values[:n_components], 0, None), eig.vectors[:, :n_components]
     return eig._replace(values=values, vectors=vectors, negative_mass=0.0)
+
+
+def scatter_eig_with_columns(
+    X: da.Array,
+    n_components: int,
+    n_oversamples: int,
+    n_iter: int,
+    random_state: Any,
+    *,
+    centre: bool = True,
+    scale: Callable[[Any], np.ndarray] | None = None,
+    **kwargs: Any,
+) -> tuple[Eigenpairs, Any, np.ndarray | None]:
+    """:func:`randomized_scatter_eig` with the column statistics it needs, read in its own passes where it can.
+
+    Returns the eigenpairs, the column statistics (:class:`~bigdr.core.stats.Moments`: count, mean, the
+    scatter's diagonal) and the feature scale. ``centre``: about the column means (PCA) or not
+    (TruncatedSVD). ``scale``: the per-feature scale as a function of the column statistics, which then
+    take a pass of their own first; otherwise they ride the first product pass (sparse data centred
+    after it: ``mean=None``). ``kwargs`` go to :func:`randomized_scatter_eig`.
+    """
+    zeros = np.zeros(X.shape[1])
+    rider = column_statistics_rider(X)
+    if scale is None and (hasattr(X._meta, "tocsr") or not centre):
+        eig = randomized_scatter_eig(
+            X, None if centre else zeros, n_components, n_oversamples, n_iter, random_state, rider=rider, **kwargs
+        )
+        return eig, rider.value, None
+    (col,) = compute(column_statistics(X))
+    factors = None if scale is None else scale(col)
+    eig = randomized_scatter_eig(
+        X, col.mean if centre else zeros, n_components, n_oversamples, n_iter, random_state, scale=factors, **kwargs
+    )
+    return eig, col, factors
 
 
 def krylov_bytes(dim: int, width: int, iterations: int) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
 from ..base import BigdrEstimator, wants_numpy
-from ..blockwise.linalg import components_from_samples, randomized_scatter_eig, samples_gram_eig
+from ..blockwise.linalg import components_from_samples, samples_gram_eig, scatter_eig_with_columns
 from ..blockwise.reduce import column_statistics, tree_reduce
 from ..core.drift import chi2_threshold, residual_threshold
 from ..core.eigen import LONG_EIGH, Eigenpairs
@@ -356,13 +356,11 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         if not isinstance(k, numbers.Integral):
             raise ValueError(f"svd_solver='randomized' needs an int n_components (got {k!r}): it computes only the "
                              f"leading components; use svd_solver='covariance' for a fraction or 'mp'.")  # fmt: skip
-        (col,) = compute(column_statistics(Xd))
         self.n_components_rule_ = int(k)
         tol = float(self.tol) or None
-        scale = feature_scale(col.scatter, n) if self.scale else None
-        eig = randomized_scatter_eig(
-            Xd, col.mean, int(k), self.n_oversamples, self._least_passes(), self.seed_,
-            tol=tol, max_iter=self.max_iter, criterion="angle", scale=scale,
+        eig, col, scale = scatter_eig_with_columns(
+            Xd, int(k), self.n_oversamples, self._least_passes(), self.seed_, tol=tol, max_iter=self.max_iter,
+            criterion="angle", scale=(lambda c: feature_scale(c.scatter, n)) if self.scale else None,
         )  # fmt: skip
         total = col.scatter.sum() if scale is None else (col.scatter / scale**2).sum()
         self._set_fitted(eig.values, eig.vectors, n, col.mean, total, Xd.dtype, k, scale)

@@ -17,8 +17,8 @@ import numpy as np
 from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
 from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
-from ..blockwise.linalg import krylov_bytes, krylov_plan, randomized_scatter_eig
-from ..blockwise.reduce import column_statistics, column_statistics_rider, merged_bytes, tree_reduce
+from ..blockwise.linalg import krylov_bytes, krylov_plan, scatter_eig_with_columns
+from ..blockwise.reduce import column_statistics, merged_bytes, tree_reduce
 from ..core.eigen import LONG_EIGH, flip_signs, top_eigh
 from ..core.stats import merge_moments
 from ..exceptions import ConvergenceWarning
@@ -194,12 +194,9 @@ class TruncatedSVD(BigdrEstimator):
         else:
             tol = float(self.tol) or None
             _, passes = self._krylov_plan(Xd)  # the block follows from the same plan inside
-            columns = column_statistics_rider(Xd)  # read in the first product's pass: no pass of its own
-            eig = randomized_scatter_eig(
-                Xd, np.zeros(p), k, int(self.n_oversamples), int(self.n_iter), self.seed_, tol=tol, max_iter=passes,
-                rider=columns,
-            )  # fmt: skip
-            col = columns.value
+            eig, col, _ = scatter_eig_with_columns(
+                Xd, k, int(self.n_oversamples), int(self.n_iter), self.seed_, centre=False, tol=tol, max_iter=passes
+            )
             if tol is not None and eig.residual > tol:
                 warnings.warn(
                     f"TruncatedSVD: after {eig.n_iter + 1} passes the largest residual of the kept singular pairs is "
