@@ -60,3 +60,29 @@ def exact_neighbors(X, Q, k, exclude_self=False):
 
 def recall(found, exact):
     return np.mean([len(np.intersect1d(f, e)) / len(e) for f, e in zip(found, exact)])
+
+
+def counted_blocks(X, rows):
+    """``X`` (numpy or scipy.sparse) as a dask array of ``rows``-row blocks, each read by a task that logs it.
+
+    Returns the array and the list of first rows read, one entry per read (a pass reads every block once).
+    """
+    import threading
+
+    import dask
+    import dask.array as da
+
+    reads, lock = [], threading.Lock()
+
+    def read(lo, hi):
+        with lock:
+            reads.append(lo)
+        return X[lo:hi]
+
+    bounds = list(range(0, X.shape[0], rows)) + [X.shape[0]]
+    meta = X[:0]
+    parts = [
+        da.from_delayed(dask.delayed(read, pure=True)(lo, hi), shape=(hi - lo, X.shape[1]), dtype=X.dtype, meta=meta)
+        for lo, hi in zip(bounds[:-1], bounds[1:])
+    ]
+    return da.concatenate(parts), reads

@@ -259,3 +259,19 @@ def test_query_blocks_are_split_inside_the_old_ones(blocks, threads):
     pieces = max(1, -(-QUERY_TASKS_PER_THREAD * threads // len(blocks)))  # per old block, each row at most one
     assert Y.numblocks[0] == sum(min(pieces, size) for size in blocks)
     assert max(Y.chunks[0]) <= max(-(-size // pieces) for size in blocks)  # evenly
+
+
+def test_faiss_answers_do_not_depend_on_the_threads_timing(manifold_50d):
+    """A wider search (of rows the first one lost) leaves the shared index as it was, so every task's answer is
+    the one a single thread gives, whatever ran beside it."""
+    X = np.ascontiguousarray(manifold_50d, dtype=np.float32)
+    index = NeighborIndex(method="faiss", random_state=0).fit(X)
+    before = index._backend._index.hnsw.efSearch
+    index.requery_block(X[:100], 15)
+    assert index._backend._index.hnsw.efSearch == before
+    Xd = da.from_array(X, chunks=200)
+    with dask.config.set(scheduler="threads", num_workers=2):
+        threaded = knn_graph(Xd, 15, method="faiss", random_state=0).compute()
+    with dask.config.set(scheduler="sync"):
+        single = knn_graph(Xd, 15, method="faiss", random_state=0).compute()
+    np.testing.assert_array_equal(threaded[0], single[0])

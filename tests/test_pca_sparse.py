@@ -10,6 +10,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import counted_blocks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.decomposition import PCA as SkPCA
@@ -106,27 +107,12 @@ def test_randomized_regime_equals_the_dense_one_and_reaches_the_exact_components
 def test_the_column_statistics_ride_the_first_product_unless_digits_would_cancel(data, offset):
     """Sparse, unscaled: the mean comes with the first product, which is centred after it (n_iter + 1 reads);
     with a mean far above the spread (every entry stored, 1e4 + log-counts) that product is made again."""
-    import threading
-
     X, _ = data
-    X = X.copy()
     if offset:
         X = sp.csr_matrix(X.toarray() + offset)  # all stored: n |m|^2 is 1e8 times the scatter's trace
-    reads, lock = [], threading.Lock()
-
-    def read(lo, hi):
-        with lock:
-            reads.append(lo)
-        return X[lo:hi]
-
-    bounds = list(range(0, X.shape[0] + 1, 500))
-    parts = [
-        da.from_delayed(dask.delayed(read, pure=True)(lo, hi), shape=(hi - lo, X.shape[1]), dtype=X.dtype,
-                        meta=sp.csr_matrix((0, X.shape[1])))
-        for lo, hi in zip(bounds[:-1], bounds[1:])
-    ]  # fmt: skip
-    model = bigdr.PCA(4, svd_solver="randomized", n_iter=3, tol=0, random_state=0).fit(da.concatenate(parts))
-    assert sorted(reads) == sorted(bounds[:-1] * (4 if not offset else 5))
+    blocks, reads = counted_blocks(X, 500)
+    model = bigdr.PCA(4, svd_solver="randomized", n_iter=3, tol=0, random_state=0).fit(blocks)
+    assert sorted(reads) == sorted(list(range(0, X.shape[0], 500)) * (4 if not offset else 5))
     dense = bigdr.PCA(4, svd_solver="randomized", n_iter=3, tol=0, random_state=0).fit(X.toarray())
     assert angles(model.components_, dense.components_) <= 1e-10
     np.testing.assert_allclose(model.mean_, dense.mean_, rtol=1e-14)

@@ -4,6 +4,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import counted_blocks
 from sklearn.decomposition import TruncatedSVD as SkTruncatedSVD
 
 import bigdr
@@ -90,27 +91,10 @@ def test_the_randomized_regime_warns_when_it_cannot_reach_tol():
 
 def test_randomized_reads_the_data_once_per_product(data):
     """The column statistics (explained_variance_ratio_) share the first product's pass: n_iter + 1 reads."""
-    import threading
-
-    import dask
-
     X, _, _ = data
-    reads: list[int] = []
-    lock = threading.Lock()
-
-    def read(lo, hi):
-        with lock:
-            reads.append(lo)
-        return X[lo:hi]
-
-    bounds = list(range(0, X.shape[0] + 1, 1000))
-    parts = [
-        da.from_delayed(dask.delayed(read, pure=True)(lo, hi), shape=(hi - lo, X.shape[1]), dtype=X.dtype,
-                        meta=sp.csr_matrix((0, X.shape[1])))
-        for lo, hi in zip(bounds[:-1], bounds[1:])
-    ]  # fmt: skip
-    model = bigdr.TruncatedSVD(5, n_iter=3, random_state=0).fit(da.concatenate(parts))
-    assert sorted(reads) == sorted(bounds[:-1] * 4)
+    blocks, reads = counted_blocks(X, 1000)
+    model = bigdr.TruncatedSVD(5, n_iter=3, random_state=0).fit(blocks)
+    assert sorted(reads) == sorted(list(range(0, X.shape[0], 1000)) * 4)
     total = model.explained_variance_ / model.explained_variance_ratio_  # from the carried column statistics
     np.testing.assert_allclose(total, X.toarray().var(axis=0).sum(), rtol=1e-12)
 

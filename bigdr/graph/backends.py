@@ -237,10 +237,13 @@ class FaissBackend(Backend):
     def query(self, block: np.ndarray, k: int, width: int = 1) -> tuple[np.ndarray, np.ndarray]:
         import faiss
 
-        self._index.hnsw.efSearch = width * max(int(self.options.get("ef_search", 64)), 2 * k)
+        # efSearch per call, not on the shared index: a task's wider search of its lost rows set it there
+        # while another task searched, whose answer then depended on the threads' timing
+        params = faiss.SearchParametersHNSW()
+        params.efSearch = width * max(int(self.options.get("ef_search", 64)), 2 * k)
         faiss.omp_set_num_threads(1)  # one dask task, one thread (as BLAS is capped)
         q = self._prepare(block)
-        score, ind = self._index.search(q, k)
+        score, ind = self._index.search(q, k, params=params)
         short = np.flatnonzero((ind < 0).any(axis=1))
         if len(short):  # the graph search ended with fewer than k rows (-1): search the stored rows exactly
             score[short], ind[short] = faiss.downcast_index(self._index.storage).search(q[short], k)
