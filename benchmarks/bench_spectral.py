@@ -263,7 +263,8 @@ def run_partial():
         f"1M-row swiss roll (noise 0.05), {LANDMARKS:,} landmarks, k = {K}; {PARTIAL_BATCHES} batches from new "
         "seeds, each learnt by `partial_fit` (drift, reservoir, kNN lists, kernel, warm-started eigensolver, "
         "alignment), then a fit with `landmarks=None` on the model's reference rows after the update (what a "
-        "refit on that reference set costs), interleaved; one fresh process, 2 dask threads, BLAS on one thread.\n",
+        "refit on that reference set costs), interleaved; one fresh process, 2 dask threads, BLAS on one thread "
+        "(the eigensolvers on 2, while they are idle).\n",
         "| method | median partial_fit (s) | median refit (s) | median ratio |",
         "| --- | --- | --- | --- |",
     ]
