@@ -341,8 +341,8 @@ def graph_solver(n: int, k: int, dimension: float) -> str:
     constant number, each a multigrid cycle per vector. Measured at 100,000
     rows: a swiss roll (``D`` = 2.3, growth 46), AMG 0.8 s against ARPACK
     21 s; single-cell log-counts after PCA to 50 (``D`` = 17, growth 1.7,
-    15 eigenpairs), the whole fit 13.6 s with ARPACK against 36.9 s with
-    AMG (the same kNN graph in both), eigenvalues equal to 2e-11. Lanczos is
+    15 eigenpairs), the whole fit 8.2 s with ARPACK against 57.3 s with
+    AMG (the same kNN graph in both), eigenvalues equal to 2e-14. Lanczos is
     chosen up to a growth of :data:`LANCZOS_MAX_GROWTH` (an unknown dimension
     counts as low).
     """
