@@ -471,8 +471,8 @@ def atlas(rounds: int, quick: bool = False) -> tuple[dict, str]:
                 row("scanpy sc.pp.pca, in memory (read_h5ad first)", out["scanpy-memory"]),
             ]
         )  # fmt: skip
-        + f"\n\nbigdr: solver {b['solver']}, {passes} product passes of {width} columns + 1 column-statistics "
-        f"pass; estimated "
+        + f"\n\nbigdr: solver {b['solver']}, {passes} product passes of {width} columns (the first also reads the "
+        f"column statistics); estimated "
         f"angle to the exact components {b['angle_estimate']:.2g} rad; memory estimate {b['estimate_mib'] / 1024:.2f} "
         f"GiB against a measured peak of {b['peak_rss_mib'] / 1024:.2f} GiB ({b['rss_before_fit_mib'] / 1024:.2f} GiB "
         f"before the fit).\n\n"
@@ -480,7 +480,7 @@ def atlas(rounds: int, quick: bool = False) -> tuple[dict, str]:
         f"pass with bigdr's fused kernel {f['product_pass_seconds']:.1f} s (scipy's `B.T @ (B @ Z)`: "
         f"{f.get('scipy_product_pass_seconds', float('nan')):.1f} s). bigdr per product pass, timed inside the "
         f"fit (median of {passes}): {per_pass:.1f} s, {out['per_pass_over_floor']:.2f}x the floor. The rest of the "
-        f"fit, {out['outside_passes_seconds']:.0f} s, is the column-statistics pass, the Krylov basis's "
+        f"fit, {out['outside_passes_seconds']:.0f} s, is the Krylov basis's "
         f"orthogonalisation and Rayleigh-Ritz steps in memory, and start-up.\n"
     )
     if "angle_to_single" in out["cluster"]:
