@@ -239,7 +239,7 @@ class FaissBackend(Backend):
 
         # efSearch per call, not on the shared index: a task's wider search of its lost rows set it there
         # while another task searched, whose answer then depended on the threads' timing
-        params = faiss.SearchParametersHNSW()
+        params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # swig class, absent from what mypy sees
         params.efSearch = width * max(int(self.options.get("ef_search", 64)), 2 * k)
         faiss.omp_set_num_threads(1)  # one dask task, one thread (as BLAS is capped)
         q = self._prepare(block)
