@@ -115,17 +115,17 @@ def randomized_scatter_eig(
         nonlocal rider, mean
         if sparse:  # centred implicitly, one pass per product, never densified
 
-            def product(m: np.ndarray) -> Any:
-                return tree_reduce(X, centred_normal_product, operator.add, shared=(delayed(Z), delayed(m)))
+            def product(m: np.ndarray, carried: Rider | None = None) -> Any:
+                shared = (delayed(Z), delayed(m))
+                if carried is None:
+                    return tree_reduce(X, centred_normal_product, operator.add, shared=shared)
+                return tree_reduce_carrying(X, centred_normal_product, operator.add, carried, shared=shared)
 
             if rider is None:
                 assert mean is not None  # known from the start or from the first pass
                 (out,) = compute(product(mean))
             else:  # the first pass also reduces the rider
-                shared = (delayed(Z), delayed(np.zeros(p) if mean is None else mean))
-                ((out, rider.value),) = compute(
-                    tree_reduce_carrying(X, centred_normal_product, operator.add, rider, shared=shared)
-                )
+                ((out, rider.value),) = compute(product(np.zeros(p) if mean is None else mean, rider))
                 if mean is None:
                     col, mean = rider.value, rider.value.mean
                     if col.n * float(mean @ mean) <= CANCELLATION * float(np.sum(col.scatter)):
