@@ -109,3 +109,30 @@ def test_the_driver_takes_the_scheduler_threads_for_blas_only_between_computes()
         after = blas_threads()
     assert (inside, after, float(total)) == (2, 1, 120.0)
     assert seen == [1, 1, 1, 1]  # dask's threads keep one BLAS thread each
+
+
+def test_a_fit_from_an_h5ad_file_imports_neither_distributed_nor_zarr(tmp_path):
+    """A process's start is part of every short job: distributed (0.2 s) and zarr (0.14 s) are not needed here."""
+    import subprocess
+    import sys
+
+    import anndata
+    import scipy.sparse as sp
+
+    path = tmp_path / "cells.h5ad"
+    anndata.AnnData(sp.random(300, 40, density=0.1, format="csr", dtype="float32", random_state=0)).write_h5ad(path)
+    code = (
+        "import sys, dask, bigdr\n"
+        "dask.config.set(num_workers=2)\n"
+        f"model = bigdr.TruncatedSVD(3, random_state=0).fit({str(path)!r})\n"
+        "print(model.components_.shape, 'distributed' in sys.modules, 'zarr' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["(3,", "40)", "False", "False"]
+
+
+def test_compute_keeps_a_named_scheduler_and_finds_a_client(cluster_client):
+    from bigdr.runtime.compute import _threads_unless_asked
+
+    assert _threads_unless_asked({"scheduler": "sync"}) == {"scheduler": "sync"}
+    assert _threads_unless_asked({}) == {}  # distributed is imported: dask looks for the client itself

@@ -50,6 +50,8 @@ def write_sparse_zarr(
 
 def is_sparse_zarr(path: str) -> bool:
     """Whether ``path`` is a CSR group written by :func:`write_sparse_zarr`."""
+    if os.path.isfile(path):  # a group is a directory or a URL; an .h5ad file need not import zarr (0.14 s)
+        return False
     try:
         import zarr
 

@@ -22,6 +22,8 @@ from threadpoolctl import threadpool_limits
 
 def _distributed_client():
     """The default ``distributed.Client`` if one is active, else ``None``."""
+    if "distributed" not in sys.modules:  # no client can exist, and importing distributed costs 0.2 s
+        return None
     try:
         from distributed import default_client
     except ImportError:  # pragma: no cover - distributed is a dependency
@@ -65,8 +67,25 @@ def blas_limited():
         yield
 
 
+def _threads_unless_asked(kwargs: dict) -> dict:
+    """``kwargs`` naming the threaded scheduler itself when it is the one dask would choose.
+
+    Given no scheduler or a scheduler's name, dask imports ``distributed`` to look for a client (0.2 s of a
+    process's start); with ``distributed`` never imported there can be none, and the threaded scheduler
+    (which reads ``num_workers`` from dask's config as before) is the choice.
+    """
+    if "scheduler" in kwargs or "distributed" in sys.modules:
+        return kwargs
+    if dask.config.get("scheduler", None) not in (None, "threads", "threading"):
+        return kwargs
+    from dask.threaded import get as threaded
+
+    return {**kwargs, "scheduler": threaded}
+
+
 def compute(*collections: Any, **kwargs: Any) -> tuple:
     """``dask.compute`` with BLAS threads capped on the threaded scheduler."""
+    kwargs = _threads_unless_asked(kwargs)
     with blas_limited():
         if _progress:
             return _compute_with_progress(collections, kwargs)
