@@ -18,6 +18,7 @@ import numpy as np
 
 from .._validation import check_block_finite
 from .anndata import anndata_source, is_anndata_object
+from .chunks import ChunkFiles
 
 #: Target size of one dask chunk. Large enough that per-task overhead (about
 #: 1 ms) is noise beside the BLAS work, small enough that a few chunks per
@@ -348,8 +349,13 @@ def as_array(
             row_chunks = _row_chunks(n, row_bytes, chunk_bytes, None)
     else:
         row_chunks = _row_chunks(n, row_bytes, chunk_bytes, base)
-    if (row_chunks, tuple(col_chunks)) != arr.chunks:
-        arr = arr.rechunk((row_chunks, col_chunks))
+    target = (tuple(row_chunks), tuple(col_chunks))
+    if target != arr.chunks and is_zarr and _whole_chunks(target, X.chunks):
+        # read in these blocks: merging the storage chunks afterwards would copy every block once more
+        arr = _zarr_array(X, target)
+        arr = arr.astype(dtype) if arr.dtype != dtype else arr
+    elif target != arr.chunks:
+        arr = arr.rechunk(target)
     out = with_finite_check(arr) if check_finite and not checked else arr
     if source is not None:
         _OPENED[out.name] = ((str(X_path), dataset, storage_options, check_finite, allow_missing_chunks), layout)
@@ -386,13 +392,15 @@ class _ZarrReader:
     def __init__(self, array: Any, location: str):
         self.array, self.location = array, location
         self.shape, self.dtype, self.ndim = array.shape, array.dtype, array.ndim
+        self.files = ChunkFiles.of(array, _store_location(array))
 
     def __dask_tokenize__(self) -> tuple:
         return ("bigdr-zarr", self.location, self.shape, str(self.dtype), self.array.chunks)
 
     def __getitem__(self, key: Any) -> np.ndarray:
         try:
-            return np.asarray(self.array[key])
+            block = None if self.files is None else self.files.get(key)
+            return np.asarray(self.array[key]) if block is None else block
         except Exception as exc:
             raise self._damage(key, exc) from exc
 
@@ -467,10 +475,22 @@ def zarr_source(X: Any, *, allow_missing_chunks: bool | None = None) -> da.Array
                 BigdrWarning,
                 stacklevel=3,
             )
-    arr = da.from_array(_ZarrReader(X, location), chunks=X.chunks, asarray=False, fancy=False)
-    if _store_location(X) is not None:
+    return _zarr_array(X, X.chunks)
+
+
+def _zarr_array(X: Any, chunks: Any) -> da.Array:
+    """``X`` read as a dask array of blocks ``chunks``."""
+    location = _store_location(X)
+    arr = da.from_array(_ZarrReader(X, location or str(getattr(X, "store", "zarr store"))), chunks=chunks,
+                        asarray=False, fancy=False)  # fmt: skip
+    if location is not None:
         _SOURCES[arr.name] = os.path.realpath(location)
     return arr
+
+
+def _whole_chunks(chunks: tuple[tuple[int, ...], ...], storage: tuple[int, ...]) -> bool:
+    """Whether every block of ``chunks`` is a box of whole storage chunks."""
+    return all(not (int(edge) % step) for sizes, step in zip(chunks, storage) for edge in np.cumsum(sizes)[:-1])
 
 
 def with_finite_check(arr: da.Array) -> da.Array:

@@ -1,0 +1,123 @@
+"""Whole chunks read straight from a local zarr store's files (bigdr.io.chunks) equal zarr's own reads."""
+
+import os
+
+import numcodecs
+import numpy as np
+import pytest
+import zarr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bigdr
+from bigdr.io import chunks as chunks_module
+from bigdr.io.chunks import ChunkFiles, zstd_content_size
+from bigdr.io.read import _ZarrReader
+
+
+def _reader(X):
+    (reader,) = [v for v in X.__dask_graph__().values() if isinstance(v, _ZarrReader)]
+    return reader
+
+
+def _store(path, data, chunks, **kwargs):
+    z = zarr.create_array(str(path), shape=data.shape, chunks=chunks, dtype=data.dtype, **kwargs)
+    z[...] = data
+    return z
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n=st.integers(2, 120),
+    p=st.integers(1, 9),
+    row_chunk=st.integers(1, 40),
+    col_chunk=st.integers(1, 9),
+    compressed=st.booleans(),
+    chunk_bytes=st.sampled_from([64, 512, 4096, 1 << 20]),
+)
+def test_reads_equal_zarrs_for_any_chunking(tmp_path_factory, n, p, row_chunk, col_chunk, compressed, chunk_bytes):
+    """Any shape, storage chunks and dask blocks: the blocks read from the files are zarr's values."""
+    import dask
+
+    path = tmp_path_factory.mktemp("z") / "x.zarr"
+    data = np.random.default_rng(n * 31 + p).standard_normal((n, p)).astype(np.float32)
+    _store(path, data, (row_chunk, min(col_chunk, p)), compressors=None if not compressed else "auto")
+    with dask.config.set({"bigdr.chunk-bytes": chunk_bytes}):
+        X = bigdr.as_array(str(path), check_finite=False)
+    assert _reader(X).files is not None
+    np.testing.assert_array_equal(X.compute(scheduler="sync"), data)
+
+
+def test_blocks_of_whole_chunks_are_read_without_a_merge_and_from_the_files(tmp_path, monkeypatch):
+    data = np.random.default_rng(0).standard_normal((1000, 6)).astype(np.float32)
+    _store(tmp_path / "x.zarr", data, (100, 6))
+    import dask
+
+    with dask.config.set({"bigdr.chunk-bytes": 300 * 6 * 4}):
+        X = bigdr.as_array(str(tmp_path / "x.zarr"), check_finite=False)
+    assert X.chunks[0] == (300, 300, 300, 100)
+    assert len(X.__dask_graph__().layers) == 2  # the reader's array and its blocks: no rechunk layer
+    calls = []
+    read = ChunkFiles._read
+    monkeypatch.setattr(ChunkFiles, "_read", lambda self, c, out: calls.append(c) or read(self, c, out))
+    np.testing.assert_array_equal(X.compute(scheduler="sync"), data)
+    assert sorted(calls) == [(i, 0) for i in range(10)]
+
+
+def test_other_layouts_are_read_by_zarr(tmp_path):
+    from zarr.codecs import BytesCodec
+
+    data = np.arange(60, dtype="<f8").reshape(20, 3)
+    _store(tmp_path / "be.zarr", data, (5, 3), serializer=BytesCodec(endian="big"))
+    _store(tmp_path / "sh.zarr", data, (5, 3), shards=(10, 3))
+    _store(tmp_path / "v2.zarr", data, (5, 3), zarr_format=2)
+    _store(tmp_path / "gz.zarr", data, (5, 3), compressors=zarr.codecs.GzipCodec())
+    for name in ("be.zarr", "sh.zarr", "v2.zarr", "gz.zarr"):
+        X = bigdr.as_array(str(tmp_path / name))
+        assert _reader(X).files is None, name
+        np.testing.assert_array_equal(X.compute(), data)
+
+
+def test_a_frame_that_declares_another_size_is_left_to_zarr(tmp_path):
+    """A larger destination would be filled only in part: such a chunk is not decoded here."""
+    data = np.random.default_rng(1).standard_normal((40, 4)).astype(np.float32)
+    z = _store(tmp_path / "x.zarr", data, (10, 4))
+    files = ChunkFiles.of(z, str(tmp_path / "x.zarr"))
+    assert files is not None
+    key = os.path.join(str(tmp_path / "x.zarr"), z.metadata.encode_chunk_key((1, 0)))
+    with open(key, "wb") as f:
+        f.write(numcodecs.Zstd().encode(np.zeros(20, np.float32)))
+    assert files.get((slice(10, 20), slice(0, 4))) is None
+    with pytest.raises(ValueError, match="Cannot read chunk c/1/0"):
+        bigdr.as_array(str(tmp_path / "x.zarr")).compute()
+
+
+def test_absent_chunks_allowed_read_as_the_fill_value(tmp_path):
+    data = np.ones((30, 2), np.float32)
+    z = _store(tmp_path / "x.zarr", data, (10, 2), fill_value=0.0)
+    os.remove(os.path.join(str(tmp_path / "x.zarr"), z.metadata.encode_chunk_key((1, 0))))
+    with pytest.warns(UserWarning, match="absent"):
+        X = bigdr.as_array(str(tmp_path / "x.zarr"), allow_missing_chunks=True)
+    expected = data.copy()
+    expected[10:20] = 0
+    np.testing.assert_array_equal(X.compute(), expected)
+
+
+def test_zstd_content_size_reads_every_header_width():
+    for n in (0, 1, 255, 256, 300, 65_791, 70_000, 5_000_000):
+        frame = np.frombuffer(numcodecs.Zstd().encode(np.ones(n, np.uint8)), np.uint8)
+        assert zstd_content_size(frame) == n
+    assert zstd_content_size(np.zeros(10, np.uint8)) is None
+
+
+def test_a_store_larger_than_memory_drops_the_pages_it_has_read(tmp_path, monkeypatch):
+    data = np.random.default_rng(2).standard_normal((50, 3)).astype(np.float32)
+    _store(tmp_path / "x.zarr", data, (10, 3))
+    assert not _reader(bigdr.as_array(str(tmp_path / "x.zarr"))).files.streamed
+    monkeypatch.setattr(chunks_module, "available_memory", lambda: 100)
+    dropped = []
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, a, b, advice: dropped.append(advice))
+    X = bigdr.as_array(str(tmp_path / "x.zarr"))
+    assert _reader(X).files.streamed
+    np.testing.assert_array_equal(X.compute(scheduler="sync"), data)
+    assert dropped == [os.POSIX_FADV_DONTNEED] * 5
