@@ -275,3 +275,19 @@ def test_faiss_answers_do_not_depend_on_the_threads_timing(manifold_50d):
     with dask.config.set(scheduler="sync"):
         single = knn_graph(Xd, 15, method="faiss", random_state=0).compute()
     np.testing.assert_array_equal(threaded[0], single[0])
+
+
+def test_an_all_rows_graph_split_for_balance_raises_no_performance_warning():
+    """The far-row pass joins the k-th distances once; left in the split row blocks, dask warned on every fit."""
+    import warnings
+
+    import dask
+    from dask.array import PerformanceWarning
+
+    from bigdr.graph.knn import knn_graph
+
+    X = np.random.default_rng(0).standard_normal((4000, 20)).astype(np.float32)
+    with dask.config.set(scheduler="threads", num_workers=2), warnings.catch_warnings():
+        warnings.simplefilter("error", PerformanceWarning)
+        ind, _ = knn_graph(X, 10, method="faiss").compute()
+    assert ind.shape == (4000, 10)

@@ -123,9 +123,11 @@ def requery_far_rows(Xd: da.Array, index: NeighborIndex, ind: da.Array, dist: da
     if len(Xd.chunks[1]) != 1:
         Xd = Xd.rechunk({1: -1})
     k, n = int(ind.shape[1]), int(ind.shape[0])
-    # Every task gets the whole k-th distance column (index "z" is concatenated). A dask.delayed of
-    # it would be optimised apart from the graph and run the first search a second time.
-    kth = dist[:, -1]
+    # Every task gets the whole k-th distance column (index "z"), joined once into one chunk: left in the
+    # row blocks, dask counts blocks x blocks tasks' inputs and warns (PerformanceWarning) when the rows
+    # are split finely. A dask.delayed of it would be optimised apart from the graph and run the first
+    # search a second time.
+    kth = dist[:, -1].rechunk(-1)
     index_key = dask.delayed(index, name=index._key_name, traverse=False)
     rows = da.arange(n, chunks=Xd.chunks[0])
     record = record_dtype(k)
