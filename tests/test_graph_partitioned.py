@@ -77,7 +77,7 @@ def test_cells_too_small_for_k_are_dropped(blobs):
 
 def test_waves_split_under_a_small_budget(blobs, monkeypatch):
     monkeypatch.setattr(partitioned, "WAVE_BYTES", 20_000)  # a few cells per wave: many waves
-    assert len(partitioned._waves(np.array([500, 400, 300]), 48, 2.0)) >= 2
+    assert len(partitioned._waves(np.array([500, 400, 300]), 144)) >= 2
     ind, dist = knn_graph(blobs, 8, method="kdtree", partitions=6, n_probe=None, random_state=1).compute()
     np.testing.assert_allclose(dist, _exact(blobs, 8)[1], rtol=1e-5, atol=1e-6)
 
@@ -116,3 +116,25 @@ def test_every_exact_path_finds_the_same_neighbours(blobs):
     for ind, dist in graphs[1:]:
         np.testing.assert_allclose(dist, dist0, rtol=1e-5, atol=1e-6)
         assert recall(ind, ind0) > 0.999  # the same up to ties
+
+
+def test_half_space_bound_rules_out_cells_the_ball_bound_leaves(blobs):
+    from sklearn.cluster import KMeans
+
+    centroids = KMeans(6, n_init=1, random_state=0).fit(blobs).cluster_centers_
+    rind, rdist = _exact(blobs, 8)
+    best = (rind, rdist.astype(np.float32))
+    home = partitioned._home(blobs, centroids, "euclidean")
+    radii = partitioned._radii(home, len(centroids))
+    gaps = partitioned.pairwise_distances(centroids, centroids, "euclidean")
+    ball = partitioned._bound_routes(blobs, best, centroids, radii, None, "euclidean", None)
+    both = partitioned._bound_routes(blobs, best, centroids, radii, gaps, "euclidean", None)
+    assert (both >= 0).sum() < 0.7 * (ball >= 0).sum()
+    cells = home[:, 0].astype(int)
+    for row in range(len(blobs)):  # every cell that holds one of the row's true neighbours is searched
+        needed = set(cells[rind[row]]) - {cells[row]}
+        assert needed <= set(both[row][both[row] >= 0])
+    capped = partitioned._bound_routes(blobs, best, centroids, radii, gaps, "euclidean", 2)
+    assert capped.shape[1] == 1
+    first = both[:, 0]
+    np.testing.assert_array_equal(capped[:, 0], first)  # the nearest cell the bounds leave

@@ -2,25 +2,34 @@
 
 The rows are partitioned into ``P`` cells by k-means centroids fitted on a
 uniform sample. A routing pass gives every row its *home* cell (nearest
-centroid) and the cells it is searched in. Cells are then processed in waves
-sized to a memory budget: one pass over the data cuts each row block into the
-pieces the wave's cells need (their members and the rows routed to them),
-one task per cell builds an index on its members and queries the rows routed
-to it, and each row block merges what the cells found into its running k
-best. Only a wave's pieces, one cell index per task and the n x k result are
-held at any time, spread over the workers.
+centroid). Two rounds follow, each processing cells in waves sized to a memory
+budget: one pass over the data cuts each row block into the pieces the wave's
+cells need, one task per cell searches them, and each row block merges what
+the cells found into its running k best.
 
-Routing
--------
-``n_probe=m`` (approximate)
-    Every row is searched in its ``m`` nearest cells, one round.
-``n_probe=None`` (exact routing)
-    Round one searches the home cell; its k-th distance ``r_k`` bounds the
-    rest: a cell with centroid ``c`` and radius ``R`` (the farthest member
-    from ``c``) can hold a nearer row only if ``d(x, c) - R < r_k``
-    (triangle inequality), and round two searches exactly those cells. With
-    an exact per-cell search (``kdtree``, ``brute``) the graph equals the
-    exact kNN graph, whatever the partitioning.
+* The home round builds each cell's index on its members (on the worker that
+  searches it) and searches the members in it. The indexes stay on the
+  workers for the second round.
+* The probe round searches the rows routed to other cells in those indexes.
+  A row's k-th distance from the home round, ``r_k``, rules cells out: a cell
+  with centroid ``c`` and radius ``R`` (its farthest member from ``c``) can
+  hold a nearer row only if ``d(x, c) - R < r_k`` (triangle inequality), and,
+  in euclidean routing, only if the half-space of points nearer ``c`` than
+  the home centroid ``h`` comes within ``r_k`` of the row:
+  ``(d(x, c)^2 - d(x, h)^2) / (2 d(c, h)) < r_k``. Cells are the Voronoi cells
+  of the centroids, so both bounds are exact.
+
+``n_probe=None`` searches every cell the bounds allow: with an exact per-cell
+search (``kdtree``, ``brute``) the graph equals the exact kNN graph, whatever
+the partitioning. ``n_probe=m`` searches at most the ``m - 1`` nearest of
+them, which caps the work where the bounds rule out little (high intrinsic
+dimension, or metrics with only the ball bound). On a 5-D manifold in 50-D,
+1M rows in 4 cells, a row is searched in 0.31 other cells on average
+(``benchmarks/results/partitioned-trial-1000000.md``), where probing the ``m``
+nearest cells blindly searches ``m - 1``.
+
+Only a wave's pieces, the cells' indexes and the n x k result are held at
+any time, spread over the workers.
 
 References
 ----------
@@ -84,73 +93,87 @@ def _home(block: np.ndarray, centroids: np.ndarray, metric: str) -> np.ndarray:
     return np.column_stack([home, D[np.arange(len(D)), home]])
 
 
-def _probe_routes(block: np.ndarray, centroids: np.ndarray, metric: str, n_probe: int) -> np.ndarray:
-    """The ``n_probe`` nearest cells of each row, nearest first (the home cell first)."""
-    D = _centroid_distances(block, centroids, metric)
-    near = np.argpartition(D, n_probe - 1, axis=1)[:, :n_probe] if n_probe < D.shape[1] else np.argsort(D, axis=1)
-    order = np.argsort(np.take_along_axis(D, near, axis=1), axis=1, kind="stable")
-    return np.take_along_axis(near, order, axis=1)
-
-
 def _bound_routes(
-    block: np.ndarray, best: tuple[np.ndarray, np.ndarray], centroids: np.ndarray, radii: np.ndarray, metric: str
+    block: np.ndarray,
+    best: tuple[np.ndarray, np.ndarray],
+    centroids: np.ndarray,
+    radii: np.ndarray,
+    gaps: np.ndarray | None,
+    metric: str,
+    n_probe: int | None,
 ) -> np.ndarray:
-    """Cells other than home whose ball can hold a row nearer than the k-th found (-1 padded)."""
+    """Cells other than home that can hold a row nearer than the k-th found, nearest first (-1 padded).
+
+    Cell ``j`` is ruled out when its ball is too far (``d(x, c_j) - R_j >= r_k``) or, for
+    euclidean routing, when the half-space of points nearer ``c_j`` than the home centroid
+    ``c_h`` is: ``(d(x, c_j)^2 - d(x, c_h)^2) / (2 |c_j - c_h|) >= r_k`` (``gaps`` holds the
+    centroid distances). Cells are Voronoi cells of the centroids, so either bound is exact.
+    With ``n_probe``, at most the ``n_probe - 1`` nearest of those cells.
+    """
     D = _centroid_distances(block, centroids, metric)
     r_k = _to_route_distance(best[1][:, -1].astype(np.float64), metric)
+    reach = r_k[:, None] * (1 + 1e-6) + 1e-12
+    rows = np.arange(len(D))
     home = D.argmin(axis=1)
-    may = D - radii[None, :] <= r_k[:, None] * (1 + 1e-6) + 1e-12
-    may[np.arange(len(D)), home] = False
-    width = max(int(may.sum(axis=1).max(initial=0)), 1)
-    out = np.full((len(D), width), -1, dtype=np.int64)
-    rows, cells = np.nonzero(may)
-    slot = np.arange(len(rows)) - np.searchsorted(rows, rows)
-    out[rows, slot] = cells
-    return out
+    may = D - radii[None, :] <= reach
+    if gaps is not None:
+        gap = gaps[home]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            may &= ~((D**2 - D[rows, home][:, None] ** 2) > 2.0 * gap * reach)
+    may[rows, home] = False
+    width = min(max(int(may.sum(axis=1).max(initial=0)), 1), len(centroids) if n_probe is None else n_probe - 1)
+    if width == 0:
+        return np.full((len(D), 1), -1, dtype=np.int64)
+    near = np.where(may, D, np.inf)
+    order = np.argsort(near, axis=1, kind="stable")[:, :width]
+    return np.where(np.isfinite(np.take_along_axis(near, order, axis=1)), order, -1)
 
 
 def _cut(
-    block: np.ndarray, start: int, home_block: np.ndarray, routes: np.ndarray, cells: list[int]
-) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """The pieces of one row block a wave's cells need: (members, member ids, queries, query ids)."""
+    block: np.ndarray, start: int, routes: np.ndarray, cells: list[int]
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """The rows of one block a wave's cells need, with their ids: ``routes`` names each row's cells."""
     ids = np.arange(start, start + len(block))
-    home = home_block[:, 0].astype(np.int64)
     out = {}
     for c in cells:
-        m = home == c
         q = (routes == c).any(axis=1)
-        out[c] = (block[m], ids[m], block[q], ids[q])
+        out[c] = (block[q], ids[q])
     return out
 
 
-def _search_cell(
-    pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
-    k: int,
-    metric: str,
-    method: str,
-    seed: int,
-    options: dict,
-    bounds: list[int],
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Build the cell's index on its members, query the rows routed to it; results split by row block."""
+def _home_routes(home_block: np.ndarray) -> np.ndarray:
+    return home_block[:, :1].astype(np.int64)
+
+
+def _build_cell(
+    pieces: list[tuple[np.ndarray, np.ndarray]], metric: str, method: str, seed: int, options: dict
+) -> tuple[Any, np.ndarray]:
+    """The cell's index on its members (one thread, as the task), and the members' row ids."""
     members = np.concatenate([p[0] for p in pieces])
-    member_ids = np.concatenate([p[1] for p in pieces])
-    queries = np.concatenate([p[2] for p in pieces])
-    query_ids = np.concatenate([p[3] for p in pieces])
-    if len(queries) == 0 or len(members) == 0:
-        empty = (np.empty(0, np.int64), np.empty((0, k), np.int64), np.empty((0, k), np.float32))
-        return [empty for _ in bounds[:-1]]
     chosen = choose_method(len(members), members.shape[1], metric) if method == "auto" else method
-    backend = BACKENDS[chosen](metric, seed, {"build_threads": 1, **options})  # one thread per task
+    backend = BACKENDS[chosen](metric, seed, {**options, "build_threads": 1})
     backend.build(np.ascontiguousarray(members))
-    kq = min(k + 1, len(members))
+    return backend, np.concatenate([p[1] for p in pieces])
+
+
+def _query_cell(
+    cell: tuple[Any, np.ndarray], pieces: list[tuple[np.ndarray, np.ndarray]], k: int, bounds: list[int]
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The k nearest members of the rows routed to the cell (never the row itself), split by row block."""
+    backend, member_ids = cell
+    queries = np.concatenate([p[0] for p in pieces])
+    query_ids = np.concatenate([p[1] for p in pieces])
+    if len(queries) == 0:
+        empty = (np.empty(0, np.int64), np.empty((0, k), member_ids.dtype), np.empty((0, k), np.float32))
+        return [empty for _ in bounds[:-1]]
+    kq = min(k + 1, len(member_ids))
     ind, dist = backend.query(np.ascontiguousarray(queries), kq)
     ind = member_ids[np.asarray(ind, dtype=np.int64)]
     dist = np.asarray(dist, dtype=np.float32)
     if kq < k + 1:  # a small cell: pad (-1, inf); the merge keeps real neighbours first
-        ind = np.hstack([ind, np.full((len(ind), k + 1 - kq), -1, np.int64)])
+        ind = np.hstack([ind, np.full((len(ind), k + 1 - kq), -1, ind.dtype)])
         dist = np.hstack([dist, np.full((len(dist), k + 1 - kq), np.inf, np.float32)])
-    ind, dist = drop_self(ind, dist, query_ids)
+    ind, dist = drop_self(ind, dist, query_ids)  # a row routed elsewhere drops its farthest instead
     order = np.argsort(query_ids, kind="stable")
     query_ids, ind, dist = query_ids[order], ind[order], dist[order]
     cuts = np.searchsorted(query_ids, bounds)
@@ -161,27 +184,25 @@ def _merge(
     start: int,
     n_rows: int,
     k: int,
+    id_dtype: type,
     best: tuple[np.ndarray, np.ndarray] | None,
     *found: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A row block's k best over what it had and what the cells found (cells are disjoint)."""
-    rows = [np.repeat(np.arange(n_rows), k)] if best is not None else []
-    inds = [best[0].ravel()] if best is not None else []
-    dists = [best[1].ravel()] if best is not None else []
-    for ids, ind, dist in found:
-        rows.append(np.repeat(ids - start, k))
-        inds.append(ind.ravel())
-        dists.append(dist.ravel())
-    r, i, d = np.concatenate(rows), np.concatenate(inds), np.concatenate(dists)
-    order = np.lexsort((i, d, r))  # by row, then distance (ties by index: any partitioning agrees)
-    r, i, d = r[order], i[order], d[order]
-    first = np.searchsorted(r, np.arange(n_rows))
-    rank = np.arange(len(r)) - first[r]
-    keep = rank < k
-    out_i = np.full((n_rows, k), -1, np.int64)
-    out_d = np.full((n_rows, k), np.inf, np.float32)
-    out_i[r[keep], rank[keep]] = i[keep]
-    out_d[r[keep], rank[keep]] = d[keep]
+    """A row block's k best over what it had and what each cell found (cells are disjoint)."""
+    if best is None:
+        out_i: np.ndarray = np.full((n_rows, k), -1, id_dtype)
+        out_d: np.ndarray = np.full((n_rows, k), np.inf, np.float32)
+    else:
+        out_i, out_d = best[0].copy(), best[1].copy()
+    for ids, ind, dist in found:  # one cell at a time: the rows it found against their k best so far
+        if not len(ids):
+            continue
+        r = ids - start
+        i = np.hstack([out_i[r], ind.astype(id_dtype)])
+        d = np.hstack([out_d[r], dist])
+        order = np.lexsort((i, d), axis=1)[:, :k]  # by distance, ties by index: any partitioning agrees
+        out_i[r] = np.take_along_axis(i, order, axis=1)
+        out_d[r] = np.take_along_axis(d, order, axis=1)
     return out_i, out_d
 
 
@@ -242,27 +263,37 @@ def partitioned_graph(
         centroids = centroids[counts > k]
         homes, counts, radii = _routing(Xd, centroids, metric)
     n_cells = len(centroids)
-    rnd = _Round(Xd, homes.to_delayed().ravel(), counts, k, metric, method, seed, dict(options or {}))
-    first = 1 if n_probe is None else min(int(n_probe), n_cells)
-    route = dask.delayed(_probe_routes, pure=True)
-    best = rnd.search([route(b, centroids, metric, first) for b in rnd.blocks], first, [None] * len(rnd.blocks))
-    if n_probe is None and n_cells > 1:
+    cells = _Cells(Xd, homes.to_delayed().ravel(), counts, k, metric, method, seed, dict(options or {}))
+    best = cells.home_round()  # every row searched in its own cell; the cells' indexes kept
+    if n_cells > 1 and (n_probe is None or n_probe > 1):
+        euclidean = _route_metric(metric) == "euclidean"
+        gaps = pairwise_distances(centroids, centroids, "euclidean") if euclidean else None
         bound = dask.delayed(_bound_routes, pure=True)
-        routes = dask.persist(*[bound(b, bb, centroids, radii, metric) for b, bb in zip(rnd.blocks, best)])
-        (routed,) = compute([dask.delayed(_n_routed)(r) for r in routes])
-        best = rnd.search(list(routes), sum(routed) / n, best)
-    sizes = np.diff(rnd.starts)
-    ind = da.concatenate([da.from_delayed(bb[0], (m, k), dtype=np.int64) for bb, m in zip(best, sizes)])
+        cap = None if n_probe is None else int(n_probe)
+        routes = [bound(b, bb, centroids, radii, gaps, metric, cap) for b, bb in zip(cells.blocks, best)]
+        best = cells.probe_round(list(dask.persist(*routes)), best)
+    sizes = np.diff(cells.starts)
+    wide = dask.delayed(_int64, pure=True)
+    ind = da.concatenate([da.from_delayed(wide(bb[0]), (m, k), dtype=np.int64) for bb, m in zip(best, sizes)])
     dist = da.concatenate([da.from_delayed(bb[1], (m, k), dtype=np.float32) for bb, m in zip(best, sizes)])
     return ind, dist
 
 
-def _n_routed(routes: np.ndarray) -> int:
-    return int((routes >= 0).sum())
+def _int64(a: np.ndarray) -> np.ndarray:
+    return a.astype(np.int64, copy=False)
 
 
-class _Round:
-    """The search of routed rows in their cells, wave by wave, merged into each block's k best."""
+def _routed_counts(routes: np.ndarray, n_cells: int) -> np.ndarray:
+    return np.bincount(routes[routes >= 0], minlength=n_cells)
+
+
+class _Cells:
+    """One index per cell, built on its members and searched by the rows routed to it, wave by wave.
+
+    The home round builds each cell's index, searches the cell's own rows and keeps the
+    index (on the worker that built it); the probe round searches the rows routed to other
+    cells in those indexes. Row blocks merge what the cells found into their k best.
+    """
 
     def __init__(
         self,
@@ -279,28 +310,55 @@ class _Round:
         self.starts = np.concatenate([[0], np.cumsum(Xd.chunks[0])]).astype(np.int64)
         self.homes, self.counts, self.k = homes, counts, k
         self.row_bytes = Xd.dtype.itemsize * Xd.shape[1]
-        self.args = (k, metric, method, seed, options, self.starts.tolist())
+        self.build_args = (metric, method, seed, options)
+        # row ids as int32 while they fit: the n x k indices held between rounds take half the memory
+        self.id_dtype: type = np.int32 if Xd.shape[0] < 2**31 else np.int64
+        self.indexes: dict[int, Any] = {}
 
-    def search(self, routes: list[Any], routed_per_row: float, best: list[Any]) -> list[Any]:
+    def _bounds(self) -> list[tuple[int, int]]:
+        return list(zip(self.starts[:-1].tolist(), np.diff(self.starts).tolist()))
+
+    def home_round(self) -> list[Any]:
+        home_routes = [dask.delayed(_home_routes, pure=True)(h) for h in self.homes]
+        return self._round(home_routes, self.counts, [None] * len(self.blocks), build=True)
+
+    def probe_round(self, routes: list[Any], best: list[Any]) -> list[Any]:
+        (per_block,) = compute([dask.delayed(_routed_counts)(r, len(self.counts)) for r in routes])
+        return self._round(routes, np.sum(per_block, axis=0), best, build=False)
+
+    def _round(self, routes: list[Any], counts: np.ndarray, best: list[Any], build: bool) -> list[Any]:
         cut = dask.delayed(_cut, pure=True)
-        cell = dask.delayed(_search_cell, pure=True)
+        build_cell = dask.delayed(_build_cell, pure=True)
+        query = dask.delayed(_query_cell, pure=True)
         merge = dask.delayed(_merge, pure=True)
-        bounds = list(zip(self.starts[:-1].tolist(), np.diff(self.starts).tolist()))
-        for wave in _waves(self.counts, self.row_bytes, routed_per_row):
-            cuts = [cut(b, s, h, r, wave) for b, (s, _), h, r in zip(self.blocks, bounds, self.homes, routes)]
-            found = {c: cell([piece[c] for piece in cuts], *self.args) for c in wave}
-            merged = [merge(s, m, self.k, best[j], *[found[c][j] for c in wave]) for j, (s, m) in enumerate(bounds)]
-            best = list(dask.persist(*merged))
+        bounds = self._bounds()
+        for wave in _waves(counts, self.row_bytes):
+            if not wave:
+                continue
+            cuts = [cut(b, s, r, wave) for b, (s, _), r in zip(self.blocks, bounds, routes)]
+            pieces = {c: [piece[c] for piece in cuts] for c in wave}
+            indexes = {c: build_cell(pieces[c], *self.build_args) for c in wave} if build else self.indexes
+            found = {c: query(indexes[c], pieces[c], self.k, self.starts.tolist()) for c in wave}
+            merged = [
+                merge(s, m, self.k, self.id_dtype, best[j], *[found[c][j] for c in wave])
+                for j, (s, m) in enumerate(bounds)
+            ]
+            kept = [indexes[c] for c in wave] if build else []
+            done = dask.persist(*merged, *kept)  # one graph: a cell's search starts as soon as its index is built
+            best = list(done[: len(merged)])
+            self.indexes.update(zip(wave if build else [], done[len(merged) :]))
         return best
 
 
-def _waves(counts: np.ndarray, row_bytes: float, routed_per_row: float) -> list[list[int]]:
-    """Cells grouped so each wave's pieces fit ``WAVE_BYTES``, and each wave has work for every thread."""
+def _waves(counts: np.ndarray, row_bytes: float) -> list[list[int]]:
+    """Cells grouped so each wave's pieces (``counts`` rows per cell) fit ``WAVE_BYTES``, with work for every thread."""
     order = np.argsort(-counts, kind="stable")
-    per_cell = counts * row_bytes * (1 + routed_per_row)
+    per_cell = counts * row_bytes
     waves: list[list[int]] = [[]]
     held = 0.0
     for c in order:
+        if counts[c] == 0:
+            continue
         if waves[-1] and held + per_cell[c] > WAVE_BYTES and len(waves[-1]) >= parallelism():
             waves.append([])
             held = 0.0
