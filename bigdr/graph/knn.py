@@ -169,12 +169,13 @@ def knn_graph(
     With ``partitions`` (an int, or ``"auto"``: one cell per 250,000 rows) no
     process holds the rows or the graph whole: the rows are split into cells
     by k-means centroids of a sample, an index is built per cell on the worker
-    that searches it, and each row is searched in its ``n_probe`` nearest
-    cells, the k best merged blockwise (:mod:`bigdr.graph.partitioned`).
-    ``n_probe=None`` routes by the triangle inequality instead (the cells
-    whose ball may hold a nearer row than the k-th found in the row's own
-    cell): with an exact method the graph is then the exact kNN graph, for
-    any partitioning.
+    that searches it, and each row is searched in its own cell and then in the
+    other cells that may hold a row nearer than the k-th found there (a cell's
+    ball, and in euclidean routing its Voronoi half-space, bound the distance),
+    at most ``n_probe`` cells in all, the k best merged blockwise
+    (:mod:`bigdr.graph.partitioned`). ``n_probe=None`` searches every cell the
+    bounds leave: with an exact method the graph is then the exact kNN graph,
+    for any partitioning.
 
     Parameters
     ----------
@@ -189,7 +190,8 @@ def knn_graph(
         Options of the search back end.
     partitions : None, int or "auto"
     n_probe : int or None
-        Cells each row is searched in (with ``partitions``).
+        Most cells a row is searched in, its own included (with ``partitions``);
+        None: every cell the bounds leave.
 
     Returns
     -------

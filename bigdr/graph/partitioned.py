@@ -24,9 +24,9 @@ search (``kdtree``, ``brute``) the graph equals the exact kNN graph, whatever
 the partitioning. ``n_probe=m`` searches at most the ``m - 1`` nearest of
 them, which caps the work where the bounds rule out little (high intrinsic
 dimension, or metrics with only the ball bound). On a 5-D manifold in 50-D,
-1M rows in 4 cells, a row is searched in 0.31 other cells on average
-(``benchmarks/results/partitioned-trial-1000000.md``), where probing the ``m``
-nearest cells blindly searches ``m - 1``.
+a row is searched in 0.31 other cells on average with 1M rows in 4 cells and
+0.53 with 10M rows in 40 (``benchmarks/results/partitioned.md``), where
+probing the ``m`` nearest cells blindly searches ``m - 1``.
 
 Only a wave's pieces, the cells' indexes and the n x k result are held at
 any time, spread over the workers.
