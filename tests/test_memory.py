@@ -80,3 +80,20 @@ def test_graph_estimate_is_linear_in_the_neighbour_count():
     a = bigdr.Isomap(n_neighbors=1000).estimate_memory(X).parts["graph"].bytes
     b = bigdr.Isomap(n_neighbors=4000).estimate_memory(X).parts["graph"].bytes
     assert b == 4 * a
+
+
+def test_driver_memory_is_not_held_to_the_workers_limit():
+    """A part held by this process (a partitioned fit's eigensolver) is compared with this machine's memory."""
+    from distributed import Client, LocalCluster
+
+    est = MemoryEstimate("DiffusionMap", {"eigen": Part(2 * 2**30, "the eigensolver's blocks", "n_components")})
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="1GiB", dashboard_address=None) as cluster,
+        Client(cluster) as client,
+        client.as_current(),
+    ):
+        assert memory_limit() == (2**30, "the smallest worker's memory limit")
+        with pytest.raises(MemoryBudgetError, match="smallest worker"):
+            check_memory(est)
+        assert memory_limit(in_driver=True)[1] == "available memory"
+        check_memory(est, in_driver=True)

@@ -142,7 +142,7 @@ def fit_partitioned(est: Any, X: Any) -> tuple[dict[str, Any], np.ndarray, tuple
             f"{n} rows fit in one process: set partitions=None."
         )
     driver = Part(DRIVER_COPIES * n * (d + 1) * 8, f"the eigensolver's blocks ({n:,} rows)", "n_components")
-    check_memory(MemoryEstimate(type(est).__name__, {"eigen": driver}))
+    check_memory(MemoryEstimate(type(est).__name__, {"eigen": driver}), in_driver=True)  # not on a worker
 
     start = clone(est).set_params(landmarks=m, partitions=None)
     start._fit(Xd if wants_numpy(X) else X)  # lazy: only the landmarks are solved

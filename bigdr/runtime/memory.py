@@ -75,8 +75,11 @@ def streaming(chunk_bytes: int, copies: float, what: str = "row blocks in flight
     return Part(int(copies * chunk_bytes * parallelism()), what, "", phase)
 
 
-def memory_limit() -> tuple[int | None, str]:
-    """The bytes a fit may use and where that figure comes from (None: unchecked)."""
+def memory_limit(in_driver: bool = False) -> tuple[int | None, str]:
+    """The bytes a fit may use and where that figure comes from (None: unchecked).
+
+    ``in_driver``: for memory held by this process only (a cluster's workers' limits do not apply).
+    """
     from dask.utils import parse_bytes
 
     setting = dask.config.get("bigdr.memory-limit", "auto")
@@ -90,7 +93,7 @@ def memory_limit() -> tuple[int | None, str]:
                 f"bigdr.memory-limit must be a size like '8GiB', 'none' or 'auto'; got {setting!r}."
             ) from exc
     limit, source = available_memory(), "available memory"
-    worker = _smallest_worker_limit()
+    worker = None if in_driver else _smallest_worker_limit()
     if worker is not None and worker < limit:
         limit, source = worker, "the smallest worker's memory limit"
     return limit, source
@@ -120,11 +123,14 @@ def _smallest_worker_limit() -> int | None:
     return min(limits) if limits else None
 
 
-def check_memory(estimate: MemoryEstimate) -> None:
-    """Refuse, before any work, a fit whose estimate exceeds :func:`memory_limit`."""
+def check_memory(estimate: MemoryEstimate, in_driver: bool = False) -> None:
+    """Refuse, before any work, a fit whose estimate exceeds :func:`memory_limit`.
+
+    ``in_driver``: the estimate is of memory this process holds (compared with this machine's).
+    """
     from ..exceptions import MemoryBudgetError
 
-    limit, source = memory_limit()
+    limit, source = memory_limit(in_driver)
     if limit is None or estimate.total <= limit:
         return
     part = estimate.largest()
