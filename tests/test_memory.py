@@ -88,7 +88,7 @@ def test_driver_memory_is_not_held_to_the_workers_limit():
 
     est = MemoryEstimate("DiffusionMap", {"eigen": Part(2 * 2**30, "the eigensolver's blocks", "n_components")})
     with (
-        LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="1GiB", dashboard_address=None) as cluster,
+        LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="1GiB", dashboard_address=":0") as cluster,
         Client(cluster) as client,
         client.as_current(),
     ):

@@ -116,14 +116,12 @@ def _bound_routes(
     rows = np.arange(len(D))
     home = D.argmin(axis=1)
     may = D - radii[None, :] <= reach
-    if gaps is not None:
-        gap = gaps[home]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            may &= ~((D**2 - D[rows, home][:, None] ** 2) > 2.0 * gap * reach)
+    if gaps is not None:  # the half-space bound, without a division (the home cell's gap is 0)
+        may &= (D**2 - D[rows, home][:, None] ** 2) <= 2.0 * gaps[home] * reach
     may[rows, home] = False
-    width = min(max(int(may.sum(axis=1).max(initial=0)), 1), len(centroids) if n_probe is None else n_probe - 1)
-    if width == 0:
-        return np.full((len(D), 1), -1, dtype=np.int64)
+    width = max(int(may.sum(axis=1).max(initial=0)), 1)
+    if n_probe is not None:  # called with n_probe > 1 only: a single probe has no second round
+        width = min(width, n_probe - 1)
     near = np.where(may, D, np.inf)
     order = np.argsort(near, axis=1, kind="stable")[:, :width]
     return np.where(np.isfinite(np.take_along_axis(near, order, axis=1)), order, -1)
@@ -346,7 +344,8 @@ class _Cells:
             kept = [indexes[c] for c in wave] if build else []
             done = dask.persist(*merged, *kept)  # one graph: a cell's search starts as soon as its index is built
             best = list(done[: len(merged)])
-            self.indexes.update(zip(wave if build else [], done[len(merged) :]))
+            if build:
+                self.indexes.update(zip(wave, done[len(merged) :]))
         return best
 
 
