@@ -6,10 +6,10 @@ same normalisations are built from a kNN graph given as dask arrays, one CSR
 block of rows per chunk (``n_b x n``), persisted where the chunk was
 computed; no process holds the matrix. Symmetrisation needs each edge's
 reverse, so every row block sends the entries whose column falls in another
-block to that block (an all-to-all of k entries per row). Degrees are
-n-vectors in the driver; a product ``A @ X`` sends ``X`` (n x m) to the
-workers and gathers the blocks of the result, which is what an iterative
-eigensolver (LOBPCG) needs.
+block to that block (an all-to-all of k entries per row). Degrees and the
+vectors an iterative eigensolver multiplies are
+:class:`~bigdr.blockwise.rowblocks.RowBlocks` aligned with the matrix's row
+blocks, held on the workers too (:mod:`bigdr.blockwise.lobpcg`).
 
 The formulas are those of :func:`bigdr.graph.affinity.affinity` and
 :func:`bigdr.graph.operators.symmetric_operator`, and the tests compare the
@@ -18,15 +18,15 @@ two paths entry for entry.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import dask
 import numpy as np
 import scipy.sparse as sp
 
-from ..runtime.compute import compute, shared
+from ..blockwise.rowblocks import RowBlocks
+from ..runtime.compute import compute
 from .affinity import edge_weights, has_self_loops, symmetrise
-from .operators import Operator
 
 
 def _edges(ind: np.ndarray, dist: np.ndarray, start: int, kernel: str, epsilon: float, bounds: list[int]) -> list:
@@ -64,15 +64,20 @@ def _symmetrised(
 
 
 def _row_sums(block: sp.csr_matrix) -> np.ndarray:
-    return np.asarray(block.sum(axis=1)).ravel()
+    return np.asarray(block.sum(axis=1)).reshape(-1, 1)
 
 
 def _scaled(block: sp.csr_matrix, left: np.ndarray, right: np.ndarray) -> sp.csr_matrix:
-    return sp.csr_matrix(sp.diags(left) @ block @ sp.diags(right))
+    return sp.csr_matrix(sp.diags(left.ravel()) @ block @ sp.diags(right.ravel()))
 
 
-def _product(block: sp.csr_matrix, X: np.ndarray) -> np.ndarray:
-    return np.asarray(block @ X)
+def _product(block: sp.csr_matrix, whole: np.ndarray) -> np.ndarray:
+    return np.asarray(block @ whole)
+
+
+def _shifted_product(block: sp.csr_matrix, own: np.ndarray, whole: np.ndarray, diagonal: Any) -> np.ndarray:
+    """``diag(diagonal) V - A V`` on one row block (``own``: the block's rows of ``V``)."""
+    return diagonal * own - np.asarray(block @ whole)
 
 
 class BlockedMatrix:
@@ -86,29 +91,62 @@ class BlockedMatrix:
     def shape(self) -> tuple[int, int]:
         return (self.n, self.n)
 
-    def row_sums(self) -> np.ndarray:
-        (sums,) = compute([dask.delayed(_row_sums)(b) for b in self.blocks])
-        return np.concatenate(sums)
+    def row_sums(self) -> RowBlocks:
+        """``A 1`` as an ``n x 1`` :class:`RowBlocks` (persisted)."""
+        f = dask.delayed(_row_sums, pure=True)
+        return RowBlocks([f(b) for b in self.blocks], self.starts, 1).persist()
 
-    def scaled(self, left: np.ndarray, right: np.ndarray) -> BlockedMatrix:
-        """``diag(left) A diag(right)``, blockwise (``right`` goes to the workers once)."""
-        right_key = shared(right)
-        blocks = [
-            dask.delayed(_scaled, pure=True)(b, left[s:e], right_key)
-            for b, s, e in zip(self.blocks, self.starts[:-1], self.starts[1:])
-        ]
+    def scaled(self, left: RowBlocks, right: RowBlocks) -> BlockedMatrix:
+        """``diag(left) A diag(right)``, blockwise (``right`` stacked once on a worker)."""
+        whole = right.whole()
+        f = dask.delayed(_scaled, pure=True)
+        blocks = [f(b, lb, whole) for b, lb in zip(self.blocks, left.blocks)]
         return BlockedMatrix(list(dask.persist(*blocks)), self.starts)
 
-    def matmat(self, X: np.ndarray) -> np.ndarray:
-        """``A @ X`` (``X`` n x m in the driver), the row blocks multiplied where they are held."""
-        x_key = shared(np.asarray(X))
-        (parts,) = compute([dask.delayed(_product, pure=True)(b, x_key) for b in self.blocks])
-        return np.vstack(parts) if X.ndim == 2 else np.concatenate(parts)
+    def times(self, V: RowBlocks, diagonal: RowBlocks | float | None = None) -> RowBlocks:
+        """``A V``, or ``diag(diagonal) V - A V``, where the row blocks are held (lazy).
+
+        Every row block of the product needs all of ``V``: its blocks are
+        stacked once, on a worker of a cluster, and fetched from there.
+        """
+        whole = V.whole()
+        if diagonal is None:
+            f = dask.delayed(_product, pure=True)
+            return RowBlocks([f(b, whole) for b in self.blocks], self.starts, V.width)
+        g = dask.delayed(_shifted_product, pure=True)
+        blocks = [
+            g(b, v, whole, diagonal.blocks[i] if isinstance(diagonal, RowBlocks) else diagonal)
+            for i, (b, v) in enumerate(zip(self.blocks, V.blocks))
+        ]
+        return RowBlocks(blocks, self.starts, V.width)
 
     def to_csr(self) -> sp.csr_matrix:
         """The whole matrix in this process (for tests and small graphs)."""
         (blocks,) = compute(list(self.blocks))
         return sp.vstack(blocks).tocsr()
+
+
+class BlockedOperator(NamedTuple):
+    """The normalised graph operator of :func:`blocked_operator`, every n-vector held as row blocks."""
+
+    matrix: BlockedMatrix  #: ``S = D^-1/2 W_alpha D^-1/2``, or ``W`` for ``unnormalized``
+    q: RowBlocks  #: degrees of ``W`` (n x 1)
+    d: RowBlocks | None  #: degrees of ``W_alpha`` (None for ``unnormalized``)
+    diagonal: RowBlocks | float  #: the Laplacian is ``diag(diagonal) - matrix``: 1 (``I - S``) or ``q``
+
+    def laplacian(self, V: RowBlocks) -> RowBlocks:
+        """``L V``: ``V - S V``, or ``Q V - W V`` for ``unnormalized``."""
+        return self.matrix.times(V, self.diagonal)
+
+    def root(self) -> RowBlocks:
+        """``D^1/2 1`` (ones for ``unnormalized``): ``phi = D^-1/2 v`` maps eigenvectors of ``L`` to the embedding."""
+        if self.d is None:
+            return self.q.map(np.ones_like)
+        return self.d.map(np.sqrt)
+
+    def null_vector(self) -> RowBlocks:
+        """The exact eigenvector of eigenvalue 0 of ``L`` (not normalised): ``D^1/2 1``, or ``1``."""
+        return self.root()
 
 
 def blocked_affinity(indices: Any, distances: Any, kernel: str, epsilon: float, self_loops: bool) -> BlockedMatrix:
@@ -134,34 +172,18 @@ def blocked_affinity(indices: Any, distances: Any, kernel: str, epsilon: float, 
     return BlockedMatrix(list(dask.persist(*blocks)), starts)
 
 
-def blocked_operator(W: BlockedMatrix, kind: str, alpha: float = 0.0) -> tuple[Operator, BlockedMatrix]:
-    """:func:`bigdr.graph.operators.symmetric_operator` on a blocked affinity.
-
-    Returns the :class:`~bigdr.graph.operators.Operator` (its ``L`` a
-    ``scipy.sparse.linalg.LinearOperator`` whose products run blockwise) and
-    the blocked matrix ``S`` (or ``W`` for ``unnormalized``) it multiplies by.
-    """
-    from scipy.sparse.linalg import LinearOperator
-
-    n = W.n
+def blocked_operator(W: BlockedMatrix, kind: str, alpha: float = 0.0) -> BlockedOperator:
+    """:func:`bigdr.graph.operators.symmetric_operator` on a blocked affinity, its n-vectors on the workers."""
     q = W.row_sums()
     if kind == "unnormalized":
-        mat = W
-
-        def apply(X: np.ndarray) -> np.ndarray:
-            return q[:, None] * X - mat.matmat(X) if X.ndim == 2 else q * X - mat.matmat(X)
-
-        op = LinearOperator((n, n), matvec=apply, matmat=apply, dtype=np.float64)
-        return Operator(op, q, None, np.full(n, 1 / np.sqrt(n))), mat
+        return BlockedOperator(W, q, None, q)
     if kind not in ("markov", "symmetric"):
         raise ValueError(f"kind must be 'unnormalized', 'markov' or 'symmetric'; got {kind!r}.")
-    Wa = W.scaled(q**-alpha, q**-alpha) if alpha else W
+    if alpha:
+        qa = q.map(np.power, -alpha).persist()
+        Wa = W.scaled(qa, qa)
+    else:
+        Wa = W
     d = Wa.row_sums()
-    S = Wa.scaled(1 / np.sqrt(d), 1 / np.sqrt(d))
-
-    def apply_s(X: np.ndarray) -> np.ndarray:
-        return X - S.matmat(X)
-
-    op = LinearOperator((n, n), matvec=apply_s, matmat=apply_s, dtype=np.float64)
-    root = np.sqrt(d)
-    return Operator(op, q, d, root / np.linalg.norm(root)), S
+    di = d.map(np.power, -0.5).persist()
+    return BlockedOperator(Wa.scaled(di, di), q, d, 1.0)

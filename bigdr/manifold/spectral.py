@@ -148,13 +148,13 @@ class _SpectralBase(ExtensionEstimator):
 
     def _fit(self, X: Any) -> da.Array:
         if self.partitions is not None:
-            fitted, every_row, row_chunks = fit_partitioned(self, X)
+            fitted, every_row = fit_partitioned(self, X)
             for name, value in fitted.items():
                 setattr(self, name, value)
             self._ext = None  # rebuilt from the landmark model on first use
             if wants_numpy(X):
-                self.embedding_ = every_row
-            return from_numpy(every_row, row_chunks)
+                (self.embedding_,) = compute(every_row)
+            return every_row
         self._check_common()
         alpha = self._alpha()
         Xd = as_array(X, name="X")

@@ -13,9 +13,12 @@ rows, and no process holds the graph or the rows:
    same formulas as the in-process path.
 4. The landmarks' eigenvectors are carried to every row by ``t = 8`` steps of
    the all-rows Markov matrix (:func:`propagate`): LOBPCG's start.
-5. LOBPCG (Knyazev 2001) finds the smallest eigenpairs of ``I - S`` (or ``D -
-   W``); each product ``S X`` runs blockwise on the workers, and only the
-   ``n x (d + 1)`` blocks of the iteration are in the driver.
+5. LOBPCG (Knyazev 2001; :func:`bigdr.blockwise.lobpcg.lobpcg`) finds the
+   smallest eigenpairs of ``I - S`` (or ``D - W``) orthogonal to the known
+   null vector. Its ``n x d`` blocks and the degrees stay on the workers as
+   row blocks aligned with the operator's; the driver holds their ``3d x
+   3d`` Gram matrices. The embedding is left on the workers too, as a dask
+   array over those blocks.
 
 The embedding of the training rows is the all-rows one. New rows are
 embedded by the landmark model (an index of all rows would not fit in one
@@ -40,18 +43,21 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import dask
+import dask.array as da
 import numpy as np
 from sklearn.base import clone
 
 from ..base import wants_numpy
+from ..blockwise.lobpcg import lobpcg
+from ..blockwise.rowblocks import RowBlocks
 from ..blockwise.sampling import row_keys
 from ..core.dimension import intrinsic_dimension
-from ..core.eigen import flip_signs, smallest_eigh
 from ..exceptions import DisconnectedGraphWarning
-from ..graph.blocked import BlockedMatrix, blocked_affinity, blocked_operator
+from ..graph.blocked import BlockedOperator, blocked_affinity, blocked_operator
 from ..graph.knn import knn_graph
 from ..io import as_array
-from ..runtime.compute import compute
+from ..runtime.compute import compute, shared
 from ..runtime.memory import MemoryEstimate, Part, check_memory
 
 #: Landmarks of the starting fit: ``min(START_LANDMARKS, n // START_FRACTION)``.
@@ -64,9 +70,9 @@ MAXITER = 3000
 STEPS = 8
 #: Rows of the graph the intrinsic dimension is estimated on (every ``n // DIMENSION_ROWS``-th).
 DIMENSION_ROWS = 200_000
-#: Blocks of n x (d + 1) floats the driver holds at its peak (LOBPCG's blocks, degrees, the start, the
-#: embedding; calibrated: 4617 MiB measured at 5M rows, d = 5, in benchmarks/results/partitioned.md).
-DRIVER_COPIES = 20
+#: n-vectors of float64 the driver holds at its peak (the k-th neighbour distances the kernel's scale is
+#: taken from, and their copies); the iteration's blocks are on the workers.
+DRIVER_VECTORS = 4
 
 
 def landmark_rows(keys: np.ndarray, n: int, seed: int) -> np.ndarray:
@@ -79,27 +85,53 @@ def landmark_rows(keys: np.ndarray, n: int, seed: int) -> np.ndarray:
     return rows
 
 
-def propagate(
-    B: BlockedMatrix, q: np.ndarray | None, root: np.ndarray, rows: np.ndarray, values: np.ndarray
-) -> np.ndarray:
-    """Values known on ``rows`` spread to every row by ``STEPS`` steps of the Markov matrix.
+def _seeded(start: int, stop: int, known: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Rows ``start:stop`` of ``[values on rows, 0 elsewhere | 1 on rows, 0 elsewhere]`` (``known``: the
+    sorted rows and their values)."""
+    rows, values = known
+    Z = np.zeros((stop - start, values.shape[1] + 1))
+    a, b = np.searchsorted(rows, [start, stop])
+    Z[rows[a:b] - start, :-1], Z[rows[a:b] - start, -1] = values[a:b], 1.0
+    return Z
 
-    ``M^t [values on rows, 0 elsewhere] / M^t [1 on rows, 0 elsewhere]``: per row,
-    the average of the known values the random walk reaches in ``t`` steps
-    (0 where it reaches none). ``M = D^-1/2 S D^1/2`` when ``B`` is ``S``;
-    ``M = Q^-1 W`` when ``B`` is ``W`` (``q`` given).
-    """
-    Z = np.zeros((B.n, values.shape[1] + 1))
-    Z[rows, :-1], Z[rows, -1] = values, 1.0
-    for _ in range(STEPS):
-        Z = B.matmat(Z * root[:, None]) / root[:, None] if q is None else B.matmat(Z) / q[:, None]
+
+def _reached_average(Z: np.ndarray) -> np.ndarray:
+    out = np.zeros((len(Z), Z.shape[1] - 1))
     reached = Z[:, -1] > 0
-    out = np.zeros((B.n, values.shape[1]))
     out[reached] = Z[reached, :-1] / Z[reached, -1:]
     return out
 
 
-def fit_partitioned(est: Any, X: Any) -> tuple[dict[str, Any], np.ndarray, tuple[int, ...]]:
+def propagate(op: BlockedOperator, root: RowBlocks, rows: np.ndarray, values: np.ndarray) -> RowBlocks:
+    """Values known on ``rows`` spread to every row by ``STEPS`` steps of the Markov matrix, on the workers.
+
+    ``M^t [values on rows, 0 elsewhere] / M^t [1 on rows, 0 elsewhere]``: per
+    row, the average of the known values the random walk reaches in ``t``
+    steps (0 where it reaches none). ``M = D^-1/2 S D^1/2`` (``S`` the
+    operator's matrix, ``root = D^1/2 1``), or ``M = Q^-1 W`` for
+    ``unnormalized``.
+    """
+    order = np.argsort(rows)
+    known = shared((rows[order], values[order]))
+    Z = RowBlocks.from_blocks(_seeded, op.matrix.starts, values.shape[1] + 1, known).persist()
+    for _ in range(STEPS):
+        if op.d is None:
+            Z = op.matrix.times(Z).map(np.divide, op.q).persist()
+        else:
+            Z = op.matrix.times(Z.map(np.multiply, root)).map(np.divide, root).persist()
+    return Z.map(_reached_average, width=values.shape[1])
+
+
+def _embedded(U: np.ndarray, root: np.ndarray, factor: np.ndarray, symmetric: bool) -> np.ndarray:
+    """One row block of the embedding: ``phi = U / root`` (times ``root`` again for ``symmetric``), scaled."""
+    return (U if symmetric else U / root) * factor
+
+
+def _largest(block: np.ndarray) -> float:
+    return float(block.max())
+
+
+def fit_partitioned(est: Any, X: Any) -> tuple[dict[str, Any], da.Array]:
     """Fit on every row by the blocked operator (what ``fit`` does when ``partitions`` is set).
 
     Parameters
@@ -114,12 +146,10 @@ def fit_partitioned(est: Any, X: Any) -> tuple[dict[str, Any], np.ndarray, tuple
     attributes : dict
         The fitted attributes for the estimator to set: the landmark model that
         places new rows (transform, saving), and the all-rows results.
-    embedding : numpy.ndarray
+    embedding : dask.array.Array
         The n x n_components embedding of every row (the eigenvectors ``phi_k
         = D^-1/2 v_k`` of ``S v_k = (1 - mu_k) v_k``, scaled as the estimator
-        scales them).
-    row_chunks : tuple of int
-        The input's row chunks, for the lazy embedding.
+        scales them), its row blocks persisted on the workers.
     """
     if not (est.landmarks is None or (isinstance(est.landmarks, str) and est.landmarks == "auto")):
         raise ValueError(
@@ -141,8 +171,8 @@ def fit_partitioned(est: Any, X: Any) -> tuple[dict[str, Any], np.ndarray, tuple
             f"partitions needs more rows than a landmark fit of {m} (n_neighbors={k}); "
             f"{n} rows fit in one process: set partitions=None."
         )
-    driver = Part(DRIVER_COPIES * n * (d + 1) * 8, f"the eigensolver's blocks ({n:,} rows)", "n_components")
-    check_memory(MemoryEstimate(type(est).__name__, {"eigen": driver}), in_driver=True)  # not on a worker
+    driver = Part(DRIVER_VECTORS * n * 8, f"n-vectors of the graph's scale ({n:,} rows)", "")
+    check_memory(MemoryEstimate(type(est).__name__, {"vectors": driver}), in_driver=True)  # not on a worker
 
     start = clone(est).set_params(landmarks=m, partitions=None)
     start._fit(Xd if wants_numpy(X) else X)  # lazy: only the landmarks are solved
@@ -153,16 +183,21 @@ def fit_partitioned(est: Any, X: Any) -> tuple[dict[str, Any], np.ndarray, tuple
     step = max(1, n // DIMENSION_ROWS)
     kth, sample = compute(dist[:, -1:], dist[::step])
     eps = est._epsilon(kth)
+    del kth
     kind, alpha = start.operator_, start.alpha_
     W = blocked_affinity(graph.indices, dist, start.kernel_, eps, est._self_loops)
-    op, B = blocked_operator(W, kind, alpha)
-    root = np.ones(n) if op.d is None else np.sqrt(op.d)
-    phi0 = propagate(B, op.q if op.d is None else None, root, landmarks, start.eigenvectors_)
-    initial = np.column_stack([op.null_vector, phi0 * root[:, None]])
-    eig = smallest_eigh(op.L, d + 1, "lobpcg", est.seed_, op.null_vector, tol=TOL, maxiter=MAXITER, initial=initial)
+    del graph, dist  # W is persisted: the graph's blocks may leave the workers
+    op = blocked_operator(W, kind, alpha)
+    root = op.root().persist()
+    phi0 = propagate(op, root, landmarks, start.eigenvectors_)
+    eig = lobpcg(op.laplacian, phi0.map(np.multiply, root), constraint=root, tol=TOL, maxiter=MAXITER)
     mu, U = eig.values, eig.vectors
-    bound = 2.0 if op.d is not None else 2.0 * float(op.q.max())  # Gershgorin bound of the Laplacian
-    n_unit = int(np.sum(mu < 1e-9 * bound))
+    if op.d is not None:
+        bound = 2.0
+    else:  # Gershgorin bound of D - W
+        (peaks,) = compute([dask.delayed(_largest, pure=True)(b) for b in op.q.blocks])
+        bound = 2.0 * max(peaks)
+    n_unit = 1 + int(np.sum(mu < 1e-9 * bound))  # the constraint (null vector) is the first
     if n_unit > 1:
         message = (
             f"{n_unit} eigenvalues of the Markov matrix equal 1 (the kernel graph of all rows is "
@@ -171,25 +206,26 @@ def fit_partitioned(est: Any, X: Any) -> tuple[dict[str, Any], np.ndarray, tuple
         if est.on_disconnected == "raise":
             raise ValueError(message + " Raise n_neighbors (or epsilon).")
         warnings.warn(message, DisconnectedGraphWarning, stacklevel=4)
-    phi, mu = flip_signs((U / root[:, None])[:, 1:]), mu[1:]
+    signs = U.map(np.divide, root).sign_of_peaks()  # of phi = D^-1/2 v, as flip_signs
     scale = est._scale(mu)
-    Y = (phi * root[:, None] if kind == "symmetric" else phi) * scale
+    Y = U.map(_embedded, root, signs * scale, kind == "symmetric").persist()
 
     # The model is the landmark one (transform, saving), plus the all-rows results.
     fitted = {name: value for name, value in vars(start).items() if name.endswith("_")}
     fitted["extension_eigenvalues_"] = start.laplacian_eigenvalues_
     fitted["laplacian_eigenvalues_"], fitted["all_rows_scale_"] = mu, scale
     fitted["all_rows_epsilon_"], fitted["lobpcg_residual_"] = eps, eig.residual
+    fitted["lobpcg_iterations_"] = eig.n_iter
     fitted["n_unit_eigenvalues_"] = n_unit
     fitted["intrinsic_dimension_"] = intrinsic_dimension(sample)
     # A landmark's coordinates in the landmark model need no extension: the map is fitted on the landmarks.
     design = np.column_stack([start.eigenvectors_ * start.scale_, np.ones(len(landmarks))])
     if kind == "symmetric":  # SpectralEmbedding: alpha is 0, so the degrees of W are those of W_alpha
         design[:, :d] *= np.sqrt(start.degrees_)[:, None]
-    target = Y[landmarks]
+    target = Y.rows(landmarks)
     coef, *_ = np.linalg.lstsq(design, target, rcond=None)
     fitted["rotation_"], fitted["offset_"] = coef[:d], coef[d]
     fitted["landmark_residual_"] = float(np.linalg.norm(design @ coef - target) / np.linalg.norm(target))
     fitted["reference_indices_"] = landmarks
     fitted["mode_"] = "partitioned"
-    return fitted, Y, Xd.chunks[0]
+    return fitted, Y.to_dask()
