@@ -34,10 +34,12 @@ import warnings
 from collections.abc import Callable
 from typing import NamedTuple
 
+import dask
 import numpy as np
 import scipy.linalg
 
 from ..exceptions import ConvergenceWarning
+from ..runtime.compute import compute
 from .rowblocks import RowBlocks, combine, gram, persist_all
 
 
@@ -77,6 +79,60 @@ def _orthonormal_basis(X: RowBlocks, Y: RowBlocks | None) -> RowBlocks:
     return combine([(X, V[:, keep] / np.sqrt(w[keep]))]).persist()
 
 
+def _start_state(x: np.ndarray, ax: np.ndarray, C: np.ndarray) -> tuple:
+    """A row block's state ``(X, A X, P, A P)`` after the first Rayleigh-Ritz step (no directions yet)."""
+    return (x @ C, ax @ C, None, None)
+
+
+def _residual(state: tuple, lam: np.ndarray) -> np.ndarray:
+    X, AX = state[0], state[1]
+    return AX - X * lam
+
+
+def _residual_grams(state: tuple, y: np.ndarray | None, lam: np.ndarray) -> tuple:
+    """On one row block: ``R^T R``, ``X^T R``, ``Y^T R`` and ``P^T P`` (None where there is no ``Y``, ``P``)."""
+    X, _, P, _ = state
+    R = _residual(state, lam)
+    return (R.T @ R, X.T @ R, None if y is None else y.T @ R, None if P is None else P.T @ P)
+
+
+def _directions(state: tuple, y: np.ndarray | None, lam: np.ndarray, cr: np.ndarray, cx: np.ndarray,
+                cy: np.ndarray | None) -> np.ndarray:  # fmt: skip
+    """On one row block: the new search directions ``R cr + X cx + Y cy`` (the orthonormalised residuals)."""
+    out = _residual(state, lam) @ cr + state[0] @ cx
+    return out if y is None else out + y @ cy
+
+
+def _basis(state: tuple, r: np.ndarray, ar: np.ndarray, tp: np.ndarray | None) -> tuple[list, list]:
+    X, AX, P, AP = state
+    if tp is None or P is None:
+        return [X, r], [AX, ar]
+    return [X, r, P @ tp], [AX, ar, AP @ tp]
+
+
+def _ritz_grams(state: tuple, r: np.ndarray, ar: np.ndarray, tp: np.ndarray | None) -> tuple:
+    """On one row block: ``S^T A S`` and ``S^T S`` of the basis ``S = [X, R, P tp]``."""
+    basis, images = _basis(state, r, ar, tp)
+    S, AS = np.hstack(basis), np.hstack(images)
+    return S.T @ AS, S.T @ S
+
+
+def _step(state: tuple, r: np.ndarray, ar: np.ndarray, tp: np.ndarray | None, C: np.ndarray) -> tuple:
+    """On one row block: ``X = S C``, ``P = [R, P] C_{R,P}`` and their products, from the Ritz coefficients."""
+    basis, images = _basis(state, r, ar, tp)
+    S, AS = np.hstack(basis), np.hstack(images)
+    m = state[0].shape[1]
+    return (S @ C, AS @ C, S[:, m:] @ C[m:], AS[:, m:] @ C[m:])
+
+
+def _first(state: tuple) -> np.ndarray:
+    return state[0]
+
+
+def _summed(per_block: list) -> list:
+    return [None if parts[0] is None else sum(parts) for parts in zip(*per_block)]
+
+
 def lobpcg(
     apply: Callable[[RowBlocks], RowBlocks],
     X0: RowBlocks,
@@ -108,22 +164,18 @@ def lobpcg(
     """
     Y = _orthonormal_basis(constraint, None) if constraint is not None else None
     X = _orthonormal_basis(X0, Y)
-    m = X.width
+    m, starts = X.width, X.starts
     AX = apply(X).persist()
     (H,) = gram([([X], [AX])])
     lam, C = scipy.linalg.eigh((H + H.T) / 2)
-    X, AX = persist_all(combine([(X, C)]), combine([(AX, C)]))
-    P: RowBlocks | None = None
-    AP: RowBlocks | None = None
-    products, iteration = 1, 0
+    # Each row block's (X, A X, P, A P) is one persisted object, so a step is one task per block
+    task = {f: dask.delayed(f, pure=True) for f in (_start_state, _residual_grams, _directions, _ritz_grams, _step)}
+    state = list(dask.persist(*[task[_start_state](x, ax, C) for x, ax in zip(X.blocks, AX.blocks)]))
+    y = [None] * len(state) if Y is None else Y.blocks
+    has_p, products, iteration = False, 1, 0
     while True:
-        # Lazy: R is cheap to form again where it is used, so it is not kept between the steps
-        R = combine([(AX, np.eye(m)), (X, -np.diag(lam))])
-        pairs = [([R], [R]), ([X], [R])] + ([([Y], [R])] if Y is not None else [])
-        if P is not None:
-            pairs.append(([P], [P]))
-        grams = gram(pairs)
-        RtR, XtR = grams[0], grams[1]
+        (per_block,) = compute([task[_residual_grams](s, yb, lam) for s, yb in zip(state, y)])
+        RtR, XtR, YtR, PtP = _summed(per_block)
         norms = np.sqrt(np.maximum(np.diag(RtR), 0.0))
         residual = float(norms.max())
         active = np.flatnonzero(norms > tol)
@@ -133,38 +185,29 @@ def lobpcg(
         pick = np.eye(m)[:, active]
         # R_a - X (X^T R_a) - Y (Y^T R_a), orthonormalised: its Gram follows from those already summed
         G = RtR[np.ix_(active, active)] - XtR[:, active].T @ XtR[:, active]
-        terms = [(R, pick), (X, -XtR[:, active])]
-        if Y is not None:
-            YtR = grams[2][:, active]
-            G -= YtR.T @ YtR
-            terms.append((Y, -YtR))
+        if YtR is not None:
+            G -= YtR[:, active].T @ YtR[:, active]
         T = _inverse_cholesky(G)
         if T is None:  # the residuals left are dependent (rounding level): the pairs are as good as they get
             break
-        Rn = combine([(x, c @ T) for x, c in terms])
+        cy = None if YtR is None else -YtR[:, active] @ T
+        Rn = RowBlocks(
+            [task[_directions](s, yb, lam, pick @ T, -XtR[:, active] @ T, cy) for s, yb in zip(state, y)],
+            starts,
+            len(active),
+        )
         Rn, ARn = persist_all(Rn, apply(Rn))
         products += 1
-        basis, images = [X, Rn], [AX, ARn]
-        if P is not None and AP is not None:
-            TP = _inverse_cholesky(grams[-1][np.ix_(active, active)])
-            if TP is not None:  # lazy, as R: a few flops a row
-                basis.append(combine([(P, pick @ TP)]))
-                images.append(combine([(AP, pick @ TP)]))
-        theta, C = _rayleigh_ritz(basis, images, m)
-        if C is None:  # [X, R, P] nearly dependent: the step without P
-            basis, images = basis[:2], images[:2]
-            theta, C = _rayleigh_ritz(basis, images, m)
-            if C is None:
-                break
-        cuts = np.cumsum([0] + [b.width for b in basis])
-        parts = [C[a:z] for a, z in zip(cuts[:-1], cuts[1:])]
-        X, AX, P, AP = persist_all(
-            combine(list(zip(basis, parts))),
-            combine(list(zip(images, parts))),
-            combine(list(zip(basis[1:], parts[1:]))),
-            combine(list(zip(images[1:], parts[1:]))),
-        )
-        lam = theta
+        TP = _inverse_cholesky(PtP[np.ix_(active, active)]) if has_p and PtP is not None else None
+        tp = None if TP is None else pick @ TP
+        theta, C = _rayleigh_ritz(task[_ritz_grams], state, Rn, ARn, tp, m)
+        if C is None and tp is not None:  # [X, R, P] nearly dependent: the step without P
+            tp = None
+            theta, C = _rayleigh_ritz(task[_ritz_grams], state, Rn, ARn, tp, m)
+        if C is None:
+            break
+        state = list(dask.persist(*[task[_step](s, r, ar, tp, C) for s, r, ar in zip(state, Rn.blocks, ARn.blocks)]))
+        lam, has_p = theta, True
     if residual > tol:
         warnings.warn(
             f"LOBPCG stopped after {iteration} iterations with residual {residual:.2g} (tolerance {tol:.2g}); "
@@ -172,12 +215,17 @@ def lobpcg(
             ConvergenceWarning,
             stacklevel=2,
         )
-    return BlockEigenpairs(lam, X, residual, iteration, products)
+    first = dask.delayed(_first, pure=True)
+    vectors = RowBlocks(dask.persist(*[first(s) for s in state]), starts, m)
+    return BlockEigenpairs(lam, vectors, residual, iteration, products)
 
 
-def _rayleigh_ritz(basis: list[RowBlocks], images: list[RowBlocks], m: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """The ``m`` smallest Ritz pairs of ``A`` on the span of ``basis`` (``images`` = ``A basis``)."""
-    gA, gB = gram([(basis, images), (basis, basis)])
+def _rayleigh_ritz(
+    grams: Callable, state: list, Rn: RowBlocks, ARn: RowBlocks, tp: np.ndarray | None, m: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The ``m`` smallest Ritz pairs of ``A`` on the span of ``[X, R, P tp]`` (no ``P`` when ``tp`` is None)."""
+    (per_block,) = compute([grams(s, r, ar, tp) for s, r, ar in zip(state, Rn.blocks, ARn.blocks)])
+    gA, gB = _summed(per_block)
     try:
         theta, C = scipy.linalg.eigh((gA + gA.T) / 2, (gB + gB.T) / 2, subset_by_index=[0, m - 1])
     except np.linalg.LinAlgError:
