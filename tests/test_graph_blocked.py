@@ -39,13 +39,19 @@ def test_blocked_affinity_equals_the_in_process_one(graph, kernel, self_loops, c
     np.testing.assert_allclose(W.times(RowBlocks.scatter(X, W.starts)).compute(), ref @ X, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("kind, alpha", [("markov", 0.5), ("markov", 1.0), ("symmetric", 0.0), ("unnormalized", 0.0)])
-def test_blocked_operator_equals_the_in_process_one(graph, kind, alpha):
+def _operators(graph, kind, alpha, chunk):
+    """The blocked affinity and operator of ``graph`` (row blocks of ``chunk``) and the in-process operator."""
     ind, dist = graph
     eps = float(np.median(dist[:, -1])) / 2
-    W = blocked_affinity(*_dask(graph, 200), "gaussian", eps, kind == "markov")
-    op = blocked_operator(W, kind, alpha)
+    W = blocked_affinity(*_dask(graph, chunk), "gaussian", eps, kind == "markov")
     ref = symmetric_operator(affinity(ind, dist.astype(np.float64), "gaussian", eps, kind == "markov").W, kind, alpha)
+    return W, blocked_operator(W, kind, alpha), ref
+
+
+@pytest.mark.parametrize("kind, alpha", [("markov", 0.5), ("markov", 1.0), ("symmetric", 0.0), ("unnormalized", 0.0)])
+def test_blocked_operator_equals_the_in_process_one(graph, kind, alpha):
+    W, op, ref = _operators(graph, kind, alpha, 200)
+    ind = graph[0]
     np.testing.assert_allclose(op.q.compute().ravel(), ref.q, rtol=1e-12)
     if ref.d is not None:
         np.testing.assert_allclose(op.d.compute().ravel(), ref.d, rtol=1e-12)
@@ -58,11 +64,8 @@ def test_blocked_operator_equals_the_in_process_one(graph, kind, alpha):
 
 @pytest.mark.parametrize("kind, alpha", [("markov", 0.5), ("unnormalized", 0.0)])
 def test_blocked_lobpcg_finds_the_dense_eigenpairs(graph, kind, alpha):
-    ind, dist = graph
-    eps = float(np.median(dist[:, -1])) / 2
-    W = blocked_affinity(*_dask(graph, 450), "gaussian", eps, kind == "markov")
-    op = blocked_operator(W, kind, alpha)
-    ref = symmetric_operator(affinity(ind, dist.astype(np.float64), "gaussian", eps, kind == "markov").W, kind, alpha)
+    W, op, ref = _operators(graph, kind, alpha, 450)
+    ind = graph[0]
     dense = smallest_eigh(ref.L, 5, "dense")
     start = RowBlocks.scatter(np.random.default_rng(2).standard_normal((len(ind), 4)), W.starts)
     blocked = lobpcg(op.laplacian, start, constraint=op.null_vector(), tol=1e-9, maxiter=3000)
