@@ -136,3 +136,31 @@ def test_compute_keeps_a_named_scheduler_and_finds_a_client(cluster_client):
 
     assert _threads_unless_asked({"scheduler": "sync"}) == {"scheduler": "sync"}
     assert _threads_unless_asked({}) == {}  # distributed is imported: dask looks for the client itself
+
+
+def test_a_fitted_piece_is_scattered_once_per_client_and_read_by_every_task(cluster_client):
+    """On a cluster a model's piece is a future made once (not data inside each graph); with threads, a named key."""
+    import dask.array as da
+    import numpy as np
+
+    from bigdr.runtime.compute import compute, model_key
+
+    class Piece:
+        def __init__(self, scale):
+            self.scale = scale
+
+    piece = Piece(np.arange(3.0))
+    local = model_key(piece, "bigdr-piece-test")
+    assert local.key == "bigdr-piece-test"
+    X = da.ones((40, 3), chunks=(10, 3))
+    expected = np.ones((40, 3)) * np.arange(3.0)
+    with cluster_client.as_current(), dask.config.set(scheduler=cluster_client.get):
+        first = model_key(piece, "bigdr-piece-test")
+        assert model_key(piece, "bigdr-piece-test") is first  # reused by later graphs
+        assert model_key(Piece(np.arange(3.0)), "bigdr-piece-test") is not first  # another object, another future
+        Y = da.map_blocks(lambda b, p: b * p.scale, X, first, dtype=float)
+        (out,) = compute(Y)
+        np.testing.assert_array_equal(out, expected)
+        # the graph names the piece held on the cluster; it does not carry the piece itself
+        assert cluster_client.who_has([first])[first.key]
+        assert not any(isinstance(v, Piece) for v in dict(Y.__dask_graph__()).values())

@@ -14,12 +14,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 
 from .._validation import check_n_features
 from ..io import as_array, as_sparse_array, is_sparse_input
+from ..runtime.compute import model_key
 
 #: Input chunk size of the extension passes. Placing a row costs far more
 #: than reading it (a neighbour query or m distances per row), so smaller
@@ -76,7 +76,7 @@ class Extension:
 def score_blockwise(X: Any, extension: Extension, n_features: int, owner: str = "the model") -> da.Array:
     """Each row's drift score (:meth:`Extension.score_only`), lazily, without placing the rows."""
     Xd = _extension_input(X, extension, n_features, owner)
-    key = dask.delayed(extension, name=extension.key, traverse=False)
+    key = model_key(extension, extension.key)
     return da.map_blocks(_score_block, Xd, key, drop_axis=1, dtype=np.float64, meta=np.empty((0,)))
 
 
@@ -118,7 +118,7 @@ def extend_blockwise(
     idle.
     """
     Xd = _extension_input(X, extension, n_features, owner)
-    key = dask.delayed(extension, name=extension.key, traverse=False)
+    key = model_key(extension, extension.key)
     width = extension.width + int(score)
     return da.map_blocks(
         _embed_block,

@@ -12,7 +12,6 @@ import uuid
 import warnings
 from typing import Any, NamedTuple
 
-import dask
 import dask.array as da
 import numpy as np
 
@@ -26,7 +25,7 @@ from ..exceptions import ConvergenceWarning
 from ..graph.incremental import reservoir
 from ..graph.neighbors import NeighborIndex, nearest_other
 from ..io import as_array
-from ..runtime.compute import compute
+from ..runtime.compute import compute, model_key
 from ..runtime.memory import Part, streaming
 
 #: Up to this many support points the kernel sums run over all of them (exact); above, within a radius.
@@ -88,7 +87,7 @@ def _run_on_workers(model: _Density, points: np.ndarray, tol: float, max_iter: i
     """SCMS from ``points`` in pieces of :data:`QUERY_ROWS`: tasks of the current scheduler (threads or a cluster)."""
     p = points.shape[1]
     X = da.from_array(points, chunks=(QUERY_ROWS, p))
-    key = dask.delayed(model, name=model.key, traverse=False)
+    key = model_key(model, model.key)
     out = da.map_blocks(
         _run_block, X, key, tol, max_iter, chunks=(X.chunks[0], (p + 4,)), dtype=np.float64, meta=np.empty((0, 0))
     )
@@ -407,10 +406,10 @@ class DensityRidge(BigdrEstimator):
             index = getattr(self, "_ridge_index", None)
             if index is None:  # a loaded model
                 index = self._ridge_index = NeighborIndex(method="kdtree").fit(self.ridge_points_)
-            key = dask.delayed(index, name=index._key_name, traverse=False)  # one key: shipped to each worker once
+            key = model_key(index, index._key_name)  # one key: shipped to each worker once
             return da.map_blocks(_nearest_block, Xd, key, self.ridge_points_, **shape)
         model = self._density_model()
-        key = dask.delayed(model, name=model.key, traverse=False)
+        key = model_key(model, model.key)
         return da.map_blocks(_ridge_block, Xd, key, float(self.tol), int(self.max_iter), **shape)
 
     def _lazy_embedding(self, X: Any) -> da.Array:

@@ -216,7 +216,9 @@ class NeighborIndex:
         """Build the index on ``reference`` (held in memory)."""
         check_method(self.method)
         check_metric(self.metric, self.method)
-        (ref,) = compute(as_array(reference, name="reference", min_rows=1))
+        checked = as_array(reference, name="reference", min_rows=1)
+        # Rows already in this process are checked here: on a cluster they would travel to a worker and back
+        (ref,) = compute(checked, scheduler="threads") if isinstance(reference, np.ndarray) else compute(checked)
         ref = np.ascontiguousarray(ref)
         n, dim = ref.shape
         self._key_name = f"bigdr-neighbor-index-{uuid.uuid4().hex}"

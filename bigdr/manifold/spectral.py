@@ -21,7 +21,6 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
@@ -42,7 +41,7 @@ from ..graph.neighbors import NeighborIndex
 from ..graph.operators import symmetric_operator
 from ..graph.sparse import check_graph_params, check_graph_size, resolve_components
 from ..io import as_array, from_numpy
-from ..runtime.compute import compute, driver_blas
+from ..runtime.compute import compute, driver_blas, model_key
 from ..runtime.memory import MemoryEstimate, Part, check_memory, streaming
 from .nystrom import EXTEND_ROWS, NystromExtension, ratio_block
 from .spectral_partitioned import fit_partitioned
@@ -382,7 +381,7 @@ class _SpectralBase(ExtensionEstimator):
         check_n_features(Xd.shape[1], self.n_features_in_, type(self).__name__)
         if len(Xd.chunks[1]) != 1:
             Xd = Xd.rechunk({1: -1})
-        key = dask.delayed(ext, name=ext.key, traverse=False)
+        key = model_key(ext, ext.key)
         ratio = da.map_blocks(ratio_block, Xd, key, drop_axis=1, dtype=np.float64, meta=np.empty((0,)))
         return compute(ratio)[0] if wants_numpy(X) else ratio
 
