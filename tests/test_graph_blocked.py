@@ -58,7 +58,7 @@ def test_blocked_operator_equals_the_in_process_one(graph, kind, alpha):
     X = np.random.default_rng(1).standard_normal((len(ind), 4))
     LX = op.laplacian(RowBlocks.scatter(X, W.starts)).compute()
     np.testing.assert_allclose(LX, ref.L @ X, rtol=1e-10, atol=1e-12)
-    null = op.null_vector().compute().ravel()
+    null = op.root().compute().ravel()
     np.testing.assert_allclose(null / np.linalg.norm(null), ref.null_vector, rtol=1e-12)
 
 
@@ -68,7 +68,7 @@ def test_blocked_lobpcg_finds_the_dense_eigenpairs(graph, kind, alpha):
     ind = graph[0]
     dense = smallest_eigh(ref.L, 5, "dense")
     start = RowBlocks.scatter(np.random.default_rng(2).standard_normal((len(ind), 4)), W.starts)
-    blocked = lobpcg(op.laplacian, start, constraint=op.null_vector(), tol=1e-9, maxiter=3000)
+    blocked = lobpcg(op.laplacian, start, constraint=op.root(), tol=1e-9, maxiter=3000)
     np.testing.assert_allclose(blocked.values, dense.values[1:], rtol=1e-8, atol=1e-12)
     assert blocked.residual <= 1e-9 and blocked.products == blocked.n_iter + 1
     V = blocked.vectors.compute()
@@ -84,7 +84,7 @@ def test_blocked_lobpcg_warns_when_it_runs_out_of_iterations(graph):
     op = blocked_operator(W, "markov", 0.5)
     start = RowBlocks.scatter(np.random.default_rng(2).standard_normal((len(ind), 3)), W.starts)
     with pytest.warns(ConvergenceWarning, match=r"stopped after 5 iterations with residual"):
-        out = lobpcg(op.laplacian, start, constraint=op.null_vector(), tol=1e-9, maxiter=5)
+        out = lobpcg(op.laplacian, start, constraint=op.root(), tol=1e-9, maxiter=5)
     assert out.residual > 1e-9 and out.n_iter == 5
 
 

@@ -172,7 +172,7 @@ def lobpcg(
     task = {f: dask.delayed(f, pure=True) for f in (_start_state, _residual_grams, _directions, _ritz_grams, _step)}
     state = list(dask.persist(*[task[_start_state](x, ax, C) for x, ax in zip(X.blocks, AX.blocks)]))
     y = [None] * len(state) if Y is None else Y.blocks
-    has_p, products, iteration = False, 1, 0
+    products, iteration = 1, 0
     while True:
         (per_block,) = compute([task[_residual_grams](s, yb, lam) for s, yb in zip(state, y)])
         RtR, XtR, YtR, PtP = _summed(per_block)
@@ -198,7 +198,7 @@ def lobpcg(
         )
         Rn, ARn = persist_all(Rn, apply(Rn))
         products += 1
-        TP = _inverse_cholesky(PtP[np.ix_(active, active)]) if has_p and PtP is not None else None
+        TP = None if PtP is None else _inverse_cholesky(PtP[np.ix_(active, active)])
         tp = None if TP is None else pick @ TP
         theta, C = _rayleigh_ritz(task[_ritz_grams], state, Rn, ARn, tp, m)
         if C is None and tp is not None:  # [X, R, P] nearly dependent: the step without P
@@ -207,7 +207,7 @@ def lobpcg(
         if C is None:
             break
         state = list(dask.persist(*[task[_step](s, r, ar, tp, C) for s, r, ar in zip(state, Rn.blocks, ARn.blocks)]))
-        lam, has_p = theta, True
+        lam = theta
     if residual > tol:
         warnings.warn(
             f"LOBPCG stopped after {iteration} iterations with residual {residual:.2g} (tolerance {tol:.2g}); "

@@ -145,18 +145,13 @@ def gram(pairs: Sequence[tuple[Sequence[RowBlocks], Sequence[RowBlocks]]]) -> li
     All pairs in one compute: a task per row block returns the small
     products, the driver adds them up.
     """
+    position: dict[int, int] = {}  # each matrix sent once, however many pairs name it
     operands: list[RowBlocks] = []
-    spec: list[tuple[list[int], list[int]]] = []
-    for left, right in pairs:
-        ids = []
-        for side in (left, right):
-            here = []
-            for x in side:
-                if not any(x is o for o in operands):
-                    operands.append(x)
-                here.append(next(i for i, o in enumerate(operands) if o is x))
-            ids.append(here)
-        spec.append((ids[0], ids[1]))
+    for x in (x for left, right in pairs for x in (*left, *right)):
+        if id(x) not in position:
+            position[id(x)] = len(operands)
+            operands.append(x)
+    spec = [([position[id(x)] for x in left], [position[id(x)] for x in right]) for left, right in pairs]
     g = dask.delayed(_block_grams, pure=True)
     n_blocks = len(operands[0].blocks)
     (per_block,) = compute([g(spec, *[o.blocks[i] for o in operands]) for i in range(n_blocks)])

@@ -139,14 +139,11 @@ class BlockedOperator(NamedTuple):
         return self.matrix.times(V, self.diagonal)
 
     def root(self) -> RowBlocks:
-        """``D^1/2 1`` (ones for ``unnormalized``): ``phi = D^-1/2 v`` maps eigenvectors of ``L`` to the embedding."""
+        """``D^1/2 1`` (ones for ``unnormalized``): the exact null vector of ``L`` (not normalised), and
+        ``phi = D^-1/2 v`` maps eigenvectors of ``L`` to the embedding."""
         if self.d is None:
             return self.q.map(np.ones_like)
         return self.d.map(np.sqrt)
-
-    def null_vector(self) -> RowBlocks:
-        """The exact eigenvector of eigenvalue 0 of ``L`` (not normalised): ``D^1/2 1``, or ``1``."""
-        return self.root()
 
 
 def blocked_affinity(indices: Any, distances: Any, kernel: str, epsilon: float, self_loops: bool) -> BlockedMatrix:
