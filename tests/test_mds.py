@@ -1,3 +1,4 @@
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from sklearn.manifold import ClassicalMDS as SkClassicalMDS
 import bigdr
 import bigdr.manifold.mds
 from bigdr import ClassicalMDS, LandmarkMDS, load
-from bigdr.blockwise.extension import extend_blockwise
+from bigdr.blockwise.extension import TASKS_PER_THREAD, _split_rows, extend_blockwise
 from bigdr.core.triangulation import double_centre, landmark_mds, triangulate
 from bigdr.exceptions import NonEuclideanWarning
 
@@ -181,7 +182,7 @@ def test_persistence_round_trip(tmp_path, points):
     np.testing.assert_array_equal(load(str(tmp_path / "c")).embedding_, c.embedding_)
 
 
-def test_extension_tasks_hold_one_piece_each(points):
+def test_extension_tasks_hold_one_piece_each_while_threads_need_them(points):
     # Low-dimensional rows are cheap to read and costly to place: a task per
     # 32 MiB of input would put all of 1M 3-D rows in one task.
     est = LandmarkMDS(2, landmarks=50, random_state=0).fit(points)
@@ -191,6 +192,23 @@ def test_extension_tasks_hold_one_piece_each(points):
     Y = extend_blockwise(X, ext, 6)
     assert max(Y.chunks[0]) == 64 and Y.numblocks[0] == -(-1200 // 64)
     np.testing.assert_allclose(Y.compute()[:400], est.transform(points), atol=1e-10)
+
+
+def test_extension_tasks_take_whole_pieces_within_their_input_chunk(points):
+    # Many rows: a task per piece would flood the scheduler; tasks grow by whole
+    # pieces while every thread keeps TASKS_PER_THREAD of them, and never merge chunks.
+    est = LandmarkMDS(2, landmarks=50, random_state=0).fit(points)
+    ext = est._extension()
+    ext.piece_rows = 64
+    X = np.tile(points, (20, 1))  # 8,000 rows, one input chunk
+    with dask.config.set(num_workers=1):
+        Y = extend_blockwise(X, ext, 6)
+    rows = 64 * (8000 // (64 * TASKS_PER_THREAD))
+    assert Y.chunks[0] == (rows,) * (8000 // rows) + (8000 % rows,) and Y.numblocks[0] >= TASKS_PER_THREAD
+    np.testing.assert_allclose(Y.compute()[:400], est.transform(points), atol=1e-10)
+    # Input chunks are cut, never merged: no task reads two of them.
+    parts = _split_rows(da.from_array(X, chunks=2000), rows).chunks[0]
+    assert parts == ((rows,) * (2000 // rows) + (2000 % rows,)) * 4
 
 
 def test_landmark_mds_partial_fit_keeps_the_landmarks_a_fit_would_draw(tmp_path):
