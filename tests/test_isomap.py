@@ -9,6 +9,8 @@ from sklearn.manifold import Isomap as SkIsomap
 from bigdr import Isomap, load
 from bigdr.datasets import make_swiss_roll
 from bigdr.exceptions import DisconnectedGraphWarning
+from bigdr.graph.sparse import locality_order
+from bigdr.manifold.geodesic import GeodesicExtension
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +81,34 @@ def test_transform_of_held_out_rows(roll5k, exact5k):
     lazy = model.transform(da.from_array(X[4500:], chunks=128))
     assert isinstance(lazy, da.Array)
     np.testing.assert_allclose(lazy.compute(), held)
+
+
+def test_placement_in_locality_order_gives_the_same_coordinates(roll5k):
+    # The geodesics table is laid out in the graph's locality order and rows are visited by nearest
+    # reference row, for the cache; the coordinates must not change by a bit.
+    X, _ = roll5k
+    model = Isomap(n_neighbors=10, landmarks=300).fit(X[:4500])
+    ext = model._extension()
+    assert ext.rank is not None and np.array_equal(np.sort(ext.rank), np.arange(len(model.reference_rows_)))
+    plain = GeodesicExtension(ext.index, model.geodesics_, ext.tri, ext.k, None, model.graph_distances_)
+    assert plain.rank is None
+    np.testing.assert_array_equal(ext.embed_block(X[4500:]), plain.embed_block(X[4500:]))
+
+
+def test_locality_order_brings_graph_neighbours_together():
+    rng = np.random.default_rng(0)
+    shuffled = rng.permutation(500)  # a path graph 0-1-2-..., its rows stored in random order
+    position = np.empty(500, dtype=np.int64)
+    position[shuffled] = np.arange(500)
+    ind = np.full((500, 2), -1)
+    for stored, node in enumerate(shuffled):
+        ind[stored] = [position[node - 1] if node else -1, position[node + 1] if node < 499 else -1]
+    order = locality_order(ind)
+    assert np.array_equal(np.sort(order), np.arange(500))
+    rank = np.empty(500, dtype=np.int64)
+    rank[order] = np.arange(500)
+    real = ind >= 0
+    assert np.abs(rank[ind[real]] - np.repeat(rank, 2)[real.ravel()]).max() == 1
 
 
 def test_residual_variance_finds_the_dimension(roll5k):

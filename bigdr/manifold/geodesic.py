@@ -16,6 +16,7 @@ import numpy as np
 from ..blockwise.extension import Extension
 from ..core.triangulation import Triangulation, place_through_neighbours
 from ..graph.neighbors import NeighborIndex
+from ..graph.sparse import locality_order
 
 
 class GeodesicExtension(Extension):
@@ -29,6 +30,7 @@ class GeodesicExtension(Extension):
         k: int,
         radius: float | None,
         graph_distances: np.ndarray | None = None,
+        graph_indices: np.ndarray | None = None,
     ) -> None:
         # ~32 MiB of row x landmark geodesics per piece
         super().__init__(tri.pinv.shape[1], max(256, (32 << 20) // (4 * geodesics.shape[1])))
@@ -37,6 +39,16 @@ class GeodesicExtension(Extension):
         # beyond them, as a wrong far neighbour would short-circuit the row's geodesics.
         radii = None if graph_distances is None else graph_distances[:, -1]
         self.index = index.set_radii(radii, 0 if graph_distances is None else graph_distances.shape[1])
+        # The geodesics table (100,000 x 256 float32 is 100 MiB) far exceeds the cache, and a row reads
+        # k random rows of it: kept in the graph's locality order, with each piece's rows visited in the
+        # order of their nearest reference row, the rows read are mostly cached (one-off, one thread,
+        # 1M-row swiss roll: 2.9 us a row against 4.6 us; the same coordinates, bit for bit).
+        self.rank: np.ndarray | None = None
+        if graph_indices is not None and len(graph_indices) == len(geodesics):
+            order = locality_order(graph_indices)
+            self.rank = np.empty(len(order), dtype=np.int64)
+            self.rank[order] = np.arange(len(order))
+            geodesics = geodesics[order]
         self.geodesics = geodesics
         self.tri = tri
         self.k = k
@@ -55,4 +67,10 @@ class GeodesicExtension(Extension):
         if self.radius is not None:  # keep the nearest always, the rest within the radius
             dist = dist.copy()
             dist[:, 1:][dist[:, 1:] > self.radius] = np.inf
-        return place_through_neighbours(ind, dist, self.geodesics, self.tri), nearest
+        if self.rank is None:
+            return place_through_neighbours(ind, dist, self.geodesics, self.tri), nearest
+        ind = self.rank[ind]
+        visit = np.argsort(ind[:, 0], kind="stable")
+        placed = np.empty((len(ind), self.width))
+        placed[visit] = place_through_neighbours(ind[visit], dist[visit], self.geodesics, self.tri)
+        return placed, nearest

@@ -577,7 +577,9 @@ class Isomap(SklearnSearch, ExtensionEstimator):
     def _placement(self, index: NeighborIndex, G: np.ndarray, tri: Triangulation, n_ref: int) -> GeodesicExtension:
         # A new row is attached through k reference rows; graph_distances_ is None for a radius graph.
         k = min(RADIUS_ATTACH if self.radius is not None else int(self.n_neighbors or 1), n_ref)
-        return GeodesicExtension(index, G, tri, k, self.radius, self.__dict__.get("graph_distances_"))
+        return GeodesicExtension(
+            index, G, tri, k, self.radius, self.__dict__.get("graph_distances_"), self.__dict__.get("graph_indices_")
+        )
 
     def summary(self) -> dict[str, Any]:
         return {
