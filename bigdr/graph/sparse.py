@@ -69,22 +69,17 @@ def csr_from_lists(
     return A.tocsr()
 
 
-def locality_order(ind: np.ndarray) -> np.ndarray:
+def locality_order(adjacency: sp.spmatrix) -> np.ndarray:
     """An order of the rows that puts graph neighbours near each other: reverse Cuthill-McKee.
 
-    ``ind``: each row's neighbour lists (n x k; negative entries are padding).
+    ``adjacency``: a symmetric graph (:func:`csr_from_lists` of kNN lists).
     Tables indexed by row (Isomap's reference x landmark geodesics) laid out
     in this order are read from nearby addresses when rows close on the
     manifold are visited one after another. Reverse Cuthill-McKee (Cuthill &
-    McKee 1969, as in :func:`scipy.sparse.csgraph.reverse_cuthill_mckee`)
-    on the union of the lists; a permutation of ``range(n)``.
+    McKee 1969, as in :func:`scipy.sparse.csgraph.reverse_cuthill_mckee`);
+    a permutation of ``range(n)``.
     """
-    n, k = ind.shape
-    rows = np.repeat(np.arange(n), k)
-    cols = ind.ravel()
-    real = cols >= 0
-    A = sp.csr_matrix((np.ones(int(real.sum()), dtype=np.int8), (rows[real], cols[real])), shape=(n, n))
-    return np.asarray(reverse_cuthill_mckee((A + A.T).tocsr(), symmetric_mode=True), dtype=np.int64)
+    return np.asarray(reverse_cuthill_mckee(sp.csr_matrix(adjacency), symmetric_mode=True), dtype=np.int64)
 
 
 def radius_graph(X: Any, radius: float, metric: str = "euclidean") -> sp.csr_matrix:
