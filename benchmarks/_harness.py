@@ -208,13 +208,17 @@ def stamped(markdown: str) -> str:
     return f"{markdown.rstrip()}\n\n_Section run {datetime.date.today().isoformat()} on {machine()['cpu']}._\n"
 
 
-def run_sections(name: str, runners: dict, selected: list[str]) -> None:
+def run_sections(name: str, runners: dict, selected: list[str] | str) -> None:
     """Run the selected ``runners`` (each returns ``(json, markdown)``) and update ``results/<name>.*``.
 
     Sections not run this time keep their previous results, so one case can
-    be re-run without repeating the others.
+    be re-run without repeating the others. ``selected`` may be one name: the
+    scripts' default is the string ``"all"``, as argparse checks a list default
+    against ``choices`` as a whole and refuses it.
     """
     import datetime
+
+    selected = [selected] if isinstance(selected, str) else selected
 
     DATA.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"

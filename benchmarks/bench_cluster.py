@@ -284,7 +284,7 @@ def main():
         print(json.dumps(child(sys.argv[2:])))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["overhead", "dijkstra", "memory", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["overhead", "dijkstra", "memory", "all"], nargs="*", default="all")
     args = ap.parse_args()
     run_sections("cluster", {"overhead": run_overhead, "dijkstra": run_dijkstra, "memory": run_memory}, args.case)
 

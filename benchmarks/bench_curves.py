@@ -571,7 +571,7 @@ def main():
         return
     ap = argparse.ArgumentParser()
     choices = ["growth", "converge", "reg", "scale", "figure", "defaults", "hs", "all"]
-    ap.add_argument("case", choices=choices, nargs="*", default=["all"])
+    ap.add_argument("case", choices=choices, nargs="*", default="all")
     args = ap.parse_args()
     sections = {"growth": run_growth, "converge": run_converge, "reg": run_reg, "scale": run_scale,
                 "figure": run_figure, "defaults": run_defaults, "hs": run_hs}  # fmt: skip

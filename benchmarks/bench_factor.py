@@ -155,7 +155,7 @@ def main():
         print(json.dumps(child(sys.argv[2:])))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["disk", "memory", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["disk", "memory", "all"], nargs="*", default="all")
     args = ap.parse_args()
     run_sections("factor", {"disk": run_disk, "memory": run_memory}, args.case)
 

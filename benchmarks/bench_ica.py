@@ -214,7 +214,7 @@ def main():
         print(json.dumps(child(sys.argv[2:])))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["disk", "memory", "figure", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["disk", "memory", "figure", "all"], nargs="*", default="all")
     args = ap.parse_args()
     run_sections("ica", {"disk": run_disk, "memory": run_memory, "figure": run_figure}, args.case)
 

@@ -253,7 +253,7 @@ def main():
         print(json.dumps(result))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["compare20k", "accuracy", "scale", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["compare20k", "accuracy", "scale", "all"], nargs="*", default="all")
     args = ap.parse_args()
     runners = {"compare20k": run_compare, "accuracy": run_accuracy, "scale": run_scale}
     run_sections("isomap", runners, args.case)

@@ -204,7 +204,7 @@ def main():
         print(json.dumps(child(sys.argv[2:])))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["exact", "accuracy", "scale", "memory", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["exact", "accuracy", "scale", "memory", "all"], nargs="*", default="all")
     args = ap.parse_args()
     sections = {"exact": run_exact, "accuracy": run_accuracy, "scale": run_scale, "memory": run_memory}
     run_sections("kernel_pca", sections, args.case)

@@ -209,7 +209,7 @@ def main():
         return
     ap = argparse.ArgumentParser()
     cases = ["solvers", "allrows", "landmarks", "ordering", "accuracy", "all"]
-    ap.add_argument("case", choices=cases, nargs="*", default=["all"])
+    ap.add_argument("case", choices=cases, nargs="*", default="all")
     args = ap.parse_args()
     runners = {"solvers": run_solvers, "allrows": run_allrows, "landmarks": run_landmarks,
                "ordering": run_ordering, "accuracy": run_accuracy}  # fmt: skip

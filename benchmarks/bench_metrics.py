@@ -239,7 +239,7 @@ def main():
         print(json.dumps(fn(*args)))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["exact", "sampled", "fourd", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["exact", "sampled", "fourd", "all"], nargs="*", default="all")
     args = ap.parse_args()
     run_sections("metrics", {"exact": run_exact, "sampled": run_sampled, "fourd": run_fourd}, args.case)
 

@@ -469,7 +469,7 @@ def main():
         "case",
         choices=["graph", "sweep", "query", "warmup", "backends", "firstuse", "hnsw", "cluster", "all"],
         nargs="*",
-        default=["all"],
+        default="all",
     )
     args = ap.parse_args()
     runners = {

@@ -475,7 +475,7 @@ def main():
         print(json.dumps(child(sys.argv[2:])))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["graph", "solver", "diffusion", "landmarks", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["graph", "solver", "diffusion", "landmarks", "all"], nargs="*", default="all")
     ap.add_argument("--rows", type=int, default=None, help="10M for graph, 5M for diffusion")
     ap.add_argument("--partitions", default="auto")
     args = ap.parse_args()

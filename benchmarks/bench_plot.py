@@ -153,7 +153,7 @@ def main():
         print(json.dumps(out))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["plot", "aggregate", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["plot", "aggregate", "all"], nargs="*", default="all")
     args = ap.parse_args()
     run_sections("plot", {"plot": run_plot, "aggregate": run_aggregate}, args.case)
 

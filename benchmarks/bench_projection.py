@@ -208,7 +208,7 @@ def main():
         print(json.dumps(child(sys.argv[2:])))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["memory", "sparse", "dense", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["memory", "sparse", "dense", "all"], nargs="*", default="all")
     args = ap.parse_args()
     runners = {"memory": run_memory, "sparse": lambda: run_disk("sparse"), "dense": lambda: run_disk("dense")}
     run_sections("projection", runners, args.case)

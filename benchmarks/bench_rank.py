@@ -274,7 +274,7 @@ def run_fresh():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["battery", "calibration", "power", "fresh", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["battery", "calibration", "power", "fresh", "all"], nargs="*", default="all")
     args = ap.parse_args()
     sections = {"battery": run_battery, "calibration": run_calibration, "power": run_power, "fresh": run_fresh}
     run_sections("rank", sections, args.case)

@@ -333,7 +333,7 @@ def main():
         print(json.dumps(child(sys.argv[2:]), default=float))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["scale", "support", "crispy", "figure", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["scale", "support", "crispy", "figure", "all"], nargs="*", default="all")
     args = ap.parse_args()
     runners = {"scale": run_scale, "support": run_support, "crispy": run_crispy, "figure": run_figure}
     run_sections("ridge", runners, args.case)

@@ -109,7 +109,7 @@ def main():
         print(json.dumps(child(sys.argv[2], sys.argv[3])))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["run", "all"], nargs="*", default=["all"])
+    ap.add_argument("case", choices=["run", "all"], nargs="*", default="all")
     args = ap.parse_args()
     run_sections("rows100m", {"run": run_run}, args.case)
 

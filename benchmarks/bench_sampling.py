@@ -170,7 +170,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--n", type=int, default=300_000)
-    parser.add_argument("sections", nargs="*", default=["all"], choices=["product4d", "check", "all"])
+    parser.add_argument("sections", nargs="*", default="all", choices=["product4d", "check", "all"])
     args = parser.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
     sections = {"product4d": lambda: run(args.n, args.rounds), "check": lambda: run_check(args.rounds)}

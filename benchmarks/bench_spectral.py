@@ -406,7 +406,7 @@ def main():
         return
     ap = argparse.ArgumentParser()
     cases = ["solvers", "allrows", "landmarks", "accuracy", "transform", "partial", "all"]
-    ap.add_argument("case", choices=cases, nargs="*", default=["all"])
+    ap.add_argument("case", choices=cases, nargs="*", default="all")
     args = ap.parse_args()
     runners = {
         "solvers": run_solvers,

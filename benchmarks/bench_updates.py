@@ -522,7 +522,7 @@ def main() -> None:
         child(sys.argv[2:])
         return
     parser = argparse.ArgumentParser()
-    parser.add_argument("cases", nargs="*", default=["all"])
+    parser.add_argument("cases", nargs="*", default="all")
     args = parser.parse_args()
     os.environ.update(ONE_THREAD)
     runners = {"isomap": run_isomap, "diffusion": run_diffusion, "relax": run_relax, "pca": run_pca, "umap": run_umap}
