@@ -83,9 +83,8 @@ DEFAULT_GRAPH_SAMPLE = 100_000
 GRAPH_SAMPLE_MAX = 1_000_000
 #: Memory model (calibrated by benchmarks/bench_memory.py): bytes per kNN edge at
 #: the peak (indices, distances, the union graph in COO and CSR, Dijkstra's
-#: copy), copies of the graph rows, copies of the geodesic matrix (two in the fit, and
-#: the placement's copy in the graph's locality order), and
-#: the degree assumed for a radius graph.
+#: copy), copies of the graph rows, copies of the geodesic matrix (two in the fit, and the
+#: placement's copy in the graph's locality order), and the degree assumed for a radius graph.
 EDGE_BYTES = 55
 ROW_COPIES = 3
 GEODESIC_COPIES = 3
