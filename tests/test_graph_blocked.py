@@ -15,7 +15,8 @@ from bigdr.graph.operators import symmetric_operator
 
 @pytest.fixture(scope="module")
 def graph(swiss_roll_small):
-    X = swiss_roll_small[0][:900]
+    # 600 rows: unpreconditioned LOBPCG needs 200-340 iterations here, against 470-660 on 900 rows
+    X = swiss_roll_small[0][:600]
     ind, dist = knn_graph(X, 8, method="kdtree").compute()
     return ind, dist
 
@@ -28,7 +29,7 @@ def _dask(graph, chunk):
 @pytest.mark.parametrize(
     "kernel, self_loops", [("gaussian", True), ("gaussian", False), ("connectivity", False), ("umap", True)]
 )
-@pytest.mark.parametrize("chunk", [900, 250, 77])
+@pytest.mark.parametrize("chunk", [600, 250, 77])
 def test_blocked_affinity_equals_the_in_process_one(graph, kernel, self_loops, chunk):
     ind, dist = graph
     eps = float(np.median(dist[:, -1])) / 2
@@ -64,7 +65,7 @@ def test_blocked_operator_equals_the_in_process_one(graph, kind, alpha):
 
 @pytest.mark.parametrize("kind, alpha", [("markov", 0.5), ("unnormalized", 0.0)])
 def test_blocked_lobpcg_finds_the_dense_eigenpairs(graph, kind, alpha):
-    W, op, ref = _operators(graph, kind, alpha, 450)
+    W, op, ref = _operators(graph, kind, alpha, 300)
     ind = graph[0]
     dense = smallest_eigh(ref.L, 5, "dense")
     start = RowBlocks.scatter(np.random.default_rng(2).standard_normal((len(ind), 4)), W.starts)
@@ -80,7 +81,7 @@ def test_blocked_lobpcg_finds_the_dense_eigenpairs(graph, kind, alpha):
 
 def test_blocked_lobpcg_warns_when_it_runs_out_of_iterations(graph):
     ind, dist = graph
-    W = blocked_affinity(*_dask(graph, 450), "gaussian", float(np.median(dist[:, -1])) / 2, True)
+    W = blocked_affinity(*_dask(graph, 300), "gaussian", float(np.median(dist[:, -1])) / 2, True)
     op = blocked_operator(W, "markov", 0.5)
     start = RowBlocks.scatter(np.random.default_rng(2).standard_normal((len(ind), 3)), W.starts)
     with pytest.warns(ConvergenceWarning, match=r"stopped after 5 iterations with residual"):

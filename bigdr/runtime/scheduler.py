@@ -87,7 +87,11 @@ def check_main_guard() -> None:
 
 @contextlib.contextmanager
 def use_scheduler(spec: str | None = None, *, n_workers: int | None = None) -> Iterator[object | None]:
-    """Run the enclosed dask work on ``spec``; yields the ``distributed.Client`` or None."""
+    """Run the enclosed dask work on ``spec``; yields the ``distributed.Client`` or None.
+
+    A scheduler address that does not answer within dask config ``bigdr.connect-timeout``
+    (default 10 s) is a :class:`ValueError`.
+    """
     spec = spec or default_spec()
     if spec in ("threads", "threaded", "sync", "synchronous"):
         with dask.config.set(scheduler="sync" if spec.startswith("sync") else "threads"):
@@ -117,7 +121,7 @@ def use_scheduler(spec: str | None = None, *, n_workers: int | None = None) -> I
             f"tcp://host:8786, or the path of a scheduler file."
         )
     try:
-        client = Client(timeout="10s", **kwargs)
+        client = Client(timeout=dask.config.get("bigdr.connect-timeout", "10s"), **kwargs)
     except OSError as exc:
         raise ValueError(f"Cannot reach the dask scheduler at {spec!r}: {exc}. Is it running?") from exc
     with client:
