@@ -1,0 +1,48 @@
+"""Block Krylov: the stopping measures it reports are those of the pairs it returns."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from bigdr.core.eigen import block_krylov_eigh
+
+
+def _operator(n: int, gap: float, seed: int = 0) -> np.ndarray:
+    """A symmetric positive semi-definite matrix with a flat spectrum and a small gap after 10."""
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    values = np.concatenate([np.linspace(2.0, 1.0 + gap, 10), np.linspace(1.0, 0.01, n - 10)])
+    return (Q * values) @ Q.T
+
+
+def _explicit(A: np.ndarray, values: np.ndarray, vectors: np.ndarray, k: int) -> tuple[float, float]:
+    """Largest relative residual and the Davis-Kahan angle estimate, computed from the pairs as returned."""
+    R = A @ vectors[:, :k] - vectors[:, :k] * values[:k]
+    residual = float(np.max(np.linalg.norm(R, axis=0) / np.abs(values[:k])))
+    return residual, float(min(1.0, np.linalg.norm(R, 2) / (values[k - 1] - values[k])))
+
+
+@pytest.mark.parametrize("criterion", ["residual", "angle"])
+@pytest.mark.parametrize("width", [3, 4, 12])
+def test_reported_measures_are_the_returned_pairs(criterion, width):
+    A = _operator(300, gap=0.02)
+    tol = 1e-9 if criterion == "residual" else 1e-7
+    eig = block_krylov_eigh(lambda Z: A @ Z, 300, width, 2, 0, tol=tol, n_check=10, max_iter=200, criterion=criterion)
+    k = 11  # one pair past those checked, for the gap
+    residual, angle = _explicit(A, eig.values, eig.vectors, k - 1)
+    assert eig.residual == pytest.approx(residual, rel=1e-6, abs=1e-14)
+    assert (eig.angle if criterion == "angle" else eig.residual) <= tol
+    exact_values, exact_vectors = scipy.linalg.eigh(A)
+    top = exact_vectors[:, ::-1][:, :10]
+    sine = np.linalg.norm(eig.vectors[:, :10] - top @ (top.T @ eig.vectors[:, :10]), 2)
+    assert sine <= max(eig.angle, 1e-12) * 1.01  # the estimate bounds the true angle
+    np.testing.assert_allclose(eig.values[:10], exact_values[::-1][:10], rtol=1e-8)
+
+
+def test_invariant_subspace_stops_with_exact_pairs():
+    rng = np.random.default_rng(1)
+    Q, _ = np.linalg.qr(rng.standard_normal((50, 6)))
+    A = (Q * np.array([6.0, 5, 4, 3, 2, 1])) @ Q.T  # rank 6: the space stops growing
+    eig = block_krylov_eigh(lambda Z: A @ Z, 50, 4, 1, 0, tol=1e-12, n_check=4, max_iter=30)
+    np.testing.assert_allclose(eig.values[:6], [6, 5, 4, 3, 2, 1], atol=1e-10)
+    assert eig.residual <= 1e-10
