@@ -31,6 +31,7 @@ def test_reported_measures_are_the_returned_pairs(criterion, width):
     k = 11  # one pair past those checked, for the gap
     residual, angle = _explicit(A, eig.values, eig.vectors, k - 1)
     assert eig.residual == pytest.approx(residual, rel=1e-6, abs=1e-14)
+    assert eig.angle == pytest.approx(angle, rel=1e-6, abs=1e-14)
     assert (eig.angle if criterion == "angle" else eig.residual) <= tol
     exact_values, exact_vectors = scipy.linalg.eigh(A)
     top = exact_vectors[:, ::-1][:, :10]

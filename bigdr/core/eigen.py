@@ -216,24 +216,21 @@ def block_krylov_eigh(
         W = W - K[:, :m] @ (K[:, :m].T @ W)
         W = W - K[:, :m] @ (K[:, :m].T @ W)  # twice is enough (Giraud et al. 2005)
         Q, r = np.linalg.qr(W)
-        # A K = K T + W E^T: the products of every block but the last lie in the space (the next block was
-        # made from them), so the residuals R = A K U - K U Lambda are W U_last = Q (r U_last), measured from
-        # the small r U_last instead of two dim x m products a pass. Confirmed by the explicit R on stopping.
-        residual, angle = _residual_measures(r @ U[m - b : m, by_size[:k]], values, by_size, k)
-        if m <= check < dim:  # a block narrower than the pairs checked: no gap after them to measure yet
-            residual, angle = np.inf, 1.0
         keep = np.abs(np.diag(r)) > 1e-10 * max(1.0, float(np.abs(np.diag(r)).max(initial=0.0)))
         Z = Q[:, keep][:, : capacity - m]
-        done = _done(iteration, n_iter, tol, angle if criterion == "angle" else residual, max_iter)
-        if done or m >= capacity or Z.shape[1] == 0:  # Z empty: an invariant subspace, the Ritz pairs are exact
+        last = m >= capacity or Z.shape[1] == 0  # Z empty: an invariant subspace, the Ritz pairs are exact
+        narrow = m <= check < dim  # a block narrower than the pairs checked: no gap after them to measure yet
+        # A K = K T + W E^T: the products of every block but the last lie in the space (the next block was
+        # made from them), so the residuals R = A K U - K U Lambda are W U_last = Q (r U_last), measured from
+        # the small r U_last instead of two dim x m products a pass; the explicit R confirms a stop.
+        measures = _residual_measures(r @ U[m - b : m, by_size[:k]], values, by_size, k, narrow)
+        if _done(iteration, n_iter, tol, measures[criterion == "angle"], max_iter) or last:
             R = AK[:, :m] @ U[:, by_size[:k]] - (K[:, :m] @ U[:, by_size[:k]]) * values[by_size[:k]]
-            residual, angle = _residual_measures(R, values, by_size, k)
-            if m <= check < dim:
-                residual, angle = np.inf, 1.0
-            measure = angle if criterion == "angle" else residual
-            if not done or _done(iteration, n_iter, tol, measure, max_iter) or m >= capacity or Z.shape[1] == 0:
+            measures = _residual_measures(R, values, by_size, k, narrow)
+            if _done(iteration, n_iter, tol, measures[criterion == "angle"], max_iter) or last:
                 break
         iteration += 1
+    residual, angle = measures
     order = np.argsort(values)[::-1]
     vectors = flip_signs(K[:, :m] @ U[:, order])
     return Eigenpairs(values[order], vectors, _negative_mass(values), m >= dim, residual, angle, iteration)
@@ -251,10 +248,15 @@ def _rayleigh_ritz(
     return (values, U, *_residual_measures(R, values, by_size, check))
 
 
-def _residual_measures(R: np.ndarray, values: np.ndarray, by_size: np.ndarray, check: int) -> tuple[float, float]:
+def _residual_measures(
+    R: np.ndarray, values: np.ndarray, by_size: np.ndarray, check: int, narrow: bool = False
+) -> tuple[float, float]:
     """The largest relative residual and the angle estimate of the ``check`` Ritz pairs of largest magnitude,
     from their residuals ``R`` (columns in the order ``by_size``) or any matrix with the same column norms
-    and 2-norm (``Q R`` for orthonormal ``Q``)."""
+    and 2-norm (``Q R`` for orthonormal ``Q``). ``narrow``: no Ritz value past them to measure a gap by
+    yet, so nothing is measured (``inf`` and 1)."""
+    if narrow:
+        return np.inf, 1.0
     order = by_size[:check]
     scale = np.maximum(np.abs(values[order]), np.finfo(np.float64).tiny)
     residual = float(np.max(np.linalg.norm(R, axis=0) / scale)) if check else 0.0
