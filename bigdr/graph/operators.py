@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from ..core.csr_rows import scaled
+
 
 class Normalised(NamedTuple):
     q: np.ndarray  #: degrees of W (the density estimate used by alpha)
@@ -31,25 +33,26 @@ class Normalised(NamedTuple):
     S: sp.csr_matrix  #: D^-1/2 W_alpha D^-1/2
 
 
-def _alpha_weighted(W: sp.csr_matrix, alpha: float) -> tuple[np.ndarray, sp.csr_matrix]:
+def _alpha_weighted(W: sp.csr_matrix, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``q = W 1``, the factors ``q^-alpha`` of ``W_alpha = Q^-alpha W Q^-alpha`` and its degrees ``d = W_alpha 1``.
+
+    ``W_alpha`` itself is never formed: each operator scales ``W`` once.
+    """
     q = np.asarray(W.sum(axis=1)).ravel()
-    if not alpha:
-        return q, W
-    qa = sp.diags(q**-alpha)
-    return q, (qa @ W @ qa).tocsr()
+    qa = q**-alpha if alpha else np.ones_like(q)
+    return q, qa, qa * np.asarray(W @ qa).ravel()
 
 
 def normalise(W: sp.csr_matrix, alpha: float) -> Normalised:
-    q, Wa = _alpha_weighted(W, alpha)
-    d = np.asarray(Wa.sum(axis=1)).ravel()
-    di = sp.diags(1.0 / np.sqrt(d))
-    return Normalised(q, d, (di @ Wa @ di).tocsr())
+    q, qa, d = _alpha_weighted(W, alpha)
+    f = qa / np.sqrt(d)
+    return Normalised(q, d, scaled(W, f, f))
 
 
 def markov_matrix(W: sp.csr_matrix, alpha: float = 0.0) -> sp.csr_matrix:
     """``M = D^-1 W_alpha``: rows sum to 1 (a Markov matrix)."""
-    _, Wa = _alpha_weighted(W, alpha)
-    return (sp.diags(1.0 / np.asarray(Wa.sum(axis=1)).ravel()) @ Wa).tocsr()
+    _, qa, d = _alpha_weighted(W, alpha)
+    return scaled(W, qa / d, qa)
 
 
 def laplacian(W: sp.csr_matrix, kind: str, alpha: float = 0.0) -> sp.csr_matrix:

@@ -29,6 +29,7 @@ from .._random import resolve_seed
 from .._validation import check_int, check_n_features, check_real
 from ..base import ExtensionEstimator, wants_numpy
 from ..blockwise.sampling import SAMPLE_CHUNK_BYTES, keys_of, row_keys, select_landmarks
+from ..core.csr_rows import max_abs_row_sum
 from ..core.dimension import grown_sample, intrinsic_dimension
 from ..core.drift import empirical_threshold
 from ..core.eigen import flip_signs, graph_solver, smallest_eigh
@@ -239,7 +240,7 @@ class _SpectralBase(ExtensionEstimator):
         with driver_blas():
             eig = smallest_eigh(L, d + 1, solver, self.seed_, op.null_vector, initial=initial, **self._eigen_tol())
         mu, U = eig.values, eig.vectors
-        scale_l = float(abs(L).sum(axis=1).max())
+        scale_l = max_abs_row_sum(L)
         self.n_unit_eigenvalues_ = int(np.sum(mu < 1e-9 * scale_l))
         if self.n_unit_eigenvalues_ > 1:
             warnings.warn(
