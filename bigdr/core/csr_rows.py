@@ -37,8 +37,8 @@ def scaled(W: Any, left: np.ndarray, right: np.ndarray) -> sp.csr_matrix:
     """``diag(left) W diag(right)`` in float64: a CSR matrix sharing ``W``'s index arrays (sort or prune neither).
 
     One new array of values, scaled range by range of rows: no sparse
-    product, so no intermediate matrices and no sorting (on the 1M-cell kNN
-    graph, 25M nonzeros, one-off: 0.3 s against 7 s for the products with
+    product, so no intermediate matrices and no sorting (one-off, a 1M-row
+    graph of 25M nonzeros: 0.28 s against 2.3 s for the two products with
     diagonal matrices it replaces).
     """
     W = sp.csr_matrix(W)
