@@ -2,8 +2,7 @@
 
 A kNN graph of a million rows holds tens of millions of nonzeros, so each
 copy of it costs hundreds of megabytes. The functions here walk a CSR
-matrix's arrays range by range of rows (the ranges also cut stored CSR
-matrices into row blocks for reading): diagonal scaling into one new
+matrix's arrays range by range of rows: diagonal scaling into one new
 array of values (the sparsity pattern shared, no sparse product), and the
 largest absolute row sum (a Gershgorin bound) with bounded temporaries.
 """

@@ -392,10 +392,9 @@ def smallest_eigh(
     ``dense``: LAPACK on the dense matrix (small n). ``arpack``: Lanczos on
     ``c I - L`` for its largest eigenvalues (``c`` a Gershgorin bound), to
     tolerance ``arpack_tol`` (1e-10) in at most ``arpack_maxiter`` restarts
-    (None: ARPACK's default); ``c I - L`` is applied, never formed (no copy
-    of ``L``). ``shift-invert``: Lanczos on ``(L + sigma I)^-1`` with
-    ``sigma`` 1e-12 of that bound, by a sparse LU (scikit-learn's solver for
-    locally linear embedding). ``lobpcg``: LOBPCG (Knyazev 2001) without
+    (None: ARPACK's default); ``c I - L`` applied, never formed.
+    ``shift-invert``: Lanczos on ``(L + sigma I)^-1`` with ``sigma`` 1e-12 of
+    that bound, by a sparse LU (scikit-learn's solver for LLE). ``lobpcg``: LOBPCG (Knyazev 2001) without
     preconditioner. ``amg``: LOBPCG preconditioned by smoothed-aggregation
     algebraic multigrid (pyamg) on ``L`` plus a tiny shift, as
     scikit-learn's ``eigen_solver="amg"``: iteration counts barely grow with

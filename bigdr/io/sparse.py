@@ -11,7 +11,6 @@ import dask.array as da
 import numpy as np
 
 from .._version import __version__
-from ..core.csr_rows import row_bounds
 from .csr import append_csr, as_blocks
 from .outputs import check_output, publish, temporary_sibling
 
@@ -80,7 +79,9 @@ def open_sparse_zarr(path: str, chunk_nnz: int = 8_000_000):
     n, p = group.attrs["shape"]
     indptr = np.asarray(group["indptr"][:])
     dtype = group["data"].dtype
-    bounds = row_bounds(indptr, chunk_nnz)
+    # Row boundaries where the nonzero count crosses multiples of chunk_nnz.
+    cuts = np.searchsorted(indptr, np.arange(chunk_nnz, indptr[-1], chunk_nnz), side="left")
+    bounds = np.unique(np.concatenate([[0], cuts, [n]]))
     parts = []
     for r0, r1 in zip(bounds[:-1], bounds[1:]):
         lo, hi = int(indptr[r0]), int(indptr[r1])
