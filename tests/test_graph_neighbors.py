@@ -225,9 +225,9 @@ def test_faiss_graph_searches_lost_and_far_rows_again():
     X = _layers(20000)
     opts = {"hnsw_m": 4, "ef_construction": 8, "ef_search": 1}
     true = exact_neighbors(X, X, 10, exclude_self=True)[1]
-    index = NeighborIndex(method="faiss", nndescent_kwargs=opts).fit(X)
+    index = NeighborIndex(method="faiss", search_options=opts).fit(X)
     first = drop_self(*index._backend.query(X, 11), np.arange(len(X)))[1]
-    ind, dist = knn_graph(X, 10, method="faiss", nndescent_kwargs=opts).compute()
+    ind, dist = knn_graph(X, 10, method="faiss", search_options=opts).compute()
     raw_far = int((first[:, -1] > 1.5 * true[:, -1]).sum())
     far = int((dist[:, -1] > 1.5 * true[:, -1]).sum())
     assert raw_far > 100 and far < raw_far / 2
@@ -235,12 +235,31 @@ def test_faiss_graph_searches_lost_and_far_rows_again():
     assert (ind >= 0).all() and (ind != np.arange(len(X))[:, None]).all()
 
 
+def test_search_options_reach_faiss_and_the_old_name_warns():
+    # ef_search is faiss's breadth: a wider search finds more true neighbours on the same weak index
+    pytest.importorskip("faiss")
+    X = _layers(5000)
+    q = X[:1000] + 1e-3
+    true = exact_neighbors(X, q, 10)[0]
+    weak = {"hnsw_m": 4, "ef_construction": 8}
+    narrow = NeighborIndex(method="faiss", search_options={**weak, "ef_search": 1}).fit(X)
+    wide = NeighborIndex(method="faiss", search_options={**weak, "ef_search": 200}).fit(X)
+    r_narrow, r_wide = recall(narrow.query_block(q, 10)[0], true), recall(wide.query_block(q, 10)[0], true)
+    assert r_wide > r_narrow and r_wide > 0.99
+    with pytest.warns(FutureWarning, match="search_options"):
+        old = knn_graph(X, 10, method="faiss", nndescent_kwargs={"ef_search": 200}).compute()[0]
+    new = knn_graph(X, 10, method="faiss", search_options={"ef_search": 200}).compute()[0]
+    np.testing.assert_array_equal(old, new)
+    with pytest.raises(TypeError, match="nndescent_kwargs"):
+        knn_graph(X, 10, search_options={}, nndescent_kwargs={})
+
+
 def test_index_with_radii_searches_far_queries_again():
     pytest.importorskip("faiss")
     X = _layers(20000)
     opts = {"hnsw_m": 4, "ef_construction": 8, "ef_search": 1}
     radii = exact_neighbors(X, X, 10, exclude_self=True)[1][:, -1]
-    index = NeighborIndex(method="faiss", nndescent_kwargs=opts).fit(X)
+    index = NeighborIndex(method="faiss", search_options=opts).fit(X)
     plain = index.query_block(X, 10)[1][:, 0]
     watched = index.set_radii(radii, 10).query_block(X, 10)[1][:, 0]
     # a training row queried is its own nearest row (distance 0) once found

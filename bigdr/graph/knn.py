@@ -28,6 +28,7 @@ from .neighbors import (
     far_rows,
     query_row_bytes,
     record_dtype,
+    resolve_search_options,
     split_for_balance,
     split_records,
 )
@@ -154,9 +155,10 @@ def knn_graph(
     metric: str = "euclidean",
     method: str = "auto",
     random_state: int | None = None,
-    nndescent_kwargs: dict | None = None,
+    search_options: dict | None = None,
     partitions: int | str | None = None,
     n_probe: int | None = 3,
+    nndescent_kwargs: dict | None = None,
 ) -> KNNGraph:
     """kNN graph of all rows of ``X``.
 
@@ -186,17 +188,21 @@ def knn_graph(
         The search (per cell with ``partitions``).
     random_state : int or None
         Seeds NN-descent and the cells' k-means.
-    nndescent_kwargs : dict, optional
-        Options of the search back end.
+    search_options : dict, optional
+        Options of the search back end (:class:`NeighborIndex`), e.g.
+        ``{"ef_search": 128}`` for faiss.
     partitions : None, int or "auto"
     n_probe : int or None
         Most cells a row is searched in, its own included (with ``partitions``);
         None: every cell the bounds leave.
+    nndescent_kwargs : dict, optional
+        The old name of ``search_options``, accepted with a FutureWarning until 0.3.
 
     Returns
     -------
     KNNGraph
     """
+    options = resolve_search_options(search_options, nndescent_kwargs, "knn_graph")
     Xd = as_array(X, extra_row_bytes=query_row_bytes(n_neighbors if isinstance(n_neighbors, int) else 0))
     n, p = Xd.shape
     k = check_k(n_neighbors, n - 1, "other rows")
@@ -205,18 +211,18 @@ def knn_graph(
     if partitions is not None:
         from .partitioned import partitioned_graph
 
-        ind, dist = partitioned_graph(Xd, k, metric, method, partitions, n_probe, random_state, nndescent_kwargs)
+        ind, dist = partitioned_graph(Xd, k, metric, method, partitions, n_probe, random_state, options)
         return KNNGraph(ind, dist, metric, method if method != "auto" else "partitioned")
     chosen = choose_method(n, p, metric) if method == "auto" else method
     backend = BACKENDS[chosen]
     if not backend.builds_self_graph:  # an index of all rows, every row queried blockwise
-        index = NeighborIndex(metric, chosen, random_state=random_state, nndescent_kwargs=nndescent_kwargs).fit(Xd)
+        index = NeighborIndex(metric, chosen, random_state=random_state, search_options=options).fit(Xd)
         Xd = split_for_balance(Xd)
         ind, dist = blockwise_query(Xd, index, k, exclude_self=True)
         if not index.exact:
             ind, dist = requery_far_rows(Xd, index, ind, dist)
         return KNNGraph(ind, dist, metric, chosen, index)
     (data,) = compute(Xd)
-    found = backend.self_graph(np.ascontiguousarray(data), k, metric, random_state, nndescent_kwargs)
+    found = backend.self_graph(np.ascontiguousarray(data), k, metric, random_state, options)
     ind_n, dist_n = drop_self(found[0].astype(np.int64), found[1].astype(np.float32), np.arange(n))
     return KNNGraph(from_numpy(ind_n, Xd.chunks[0]), from_numpy(dist_n, Xd.chunks[0]), metric, chosen)

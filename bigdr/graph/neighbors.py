@@ -12,6 +12,7 @@ wrong again, wider (:func:`far_rows`, :meth:`NeighborIndex.improve`).
 from __future__ import annotations
 
 import uuid
+import warnings
 from typing import Any
 
 import dask
@@ -158,6 +159,25 @@ class SklearnSearch:
         return minkowski_metric(self.metric, getattr(self, "p", 2), getattr(self, "metric_params", None))
 
 
+def resolve_search_options(options: dict | None, nndescent_kwargs: dict | None, owner: str) -> dict:
+    """The search back end's options: ``options``, or those given under the old name ``nndescent_kwargs``.
+
+    The old name said NN-descent, but every back end reads these options (faiss's ``ef_search`` among
+    them); it is accepted with a FutureWarning until 0.3.
+    """
+    if nndescent_kwargs is None:
+        return dict(options or {})
+    if options is not None:
+        raise TypeError(f"{owner}: give search_options, not also nndescent_kwargs (its old name).")
+    warnings.warn(
+        f"{owner}(nndescent_kwargs=...) is search_options since bigdr 0.2 (every search back end reads "
+        f"them); nndescent_kwargs goes in 0.3.",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return dict(nndescent_kwargs)
+
+
 class NeighborIndex:
     """An index on reference rows, queried blockwise.
 
@@ -170,14 +190,19 @@ class NeighborIndex:
     method : {"auto", "kdtree", "nndescent", "faiss", "brute"}
     random_state : int or None
         Seed of NN-descent.
-    nndescent_kwargs : dict, optional
-        Passed to ``pynndescent.NNDescent``.
+    search_options : dict, optional
+        Options of the search back end: ``pynndescent.NNDescent``'s keywords
+        for ``nndescent``; ``hnsw_m``, ``ef_construction`` and ``ef_search``
+        for ``faiss`` (a wider ``ef_search`` raises recall at the cost of query
+        time).
     query_epsilon : float
         Search breadth of NN-descent queries.
     queried : bool
         The index serves rows to be placed (a transform), not a graph of
         its own rows: ``auto`` then prefers faiss to brute force above
         :data:`QUERY_BRUTE_MAX` reference rows (:func:`choose_method`).
+    nndescent_kwargs : dict, optional
+        The old name of ``search_options``, accepted with a FutureWarning until 0.3.
 
     Notes
     -----
@@ -201,16 +226,18 @@ class NeighborIndex:
         metric: str = "euclidean",
         method: str = "auto",
         random_state: int | None = None,
-        nndescent_kwargs: dict | None = None,
+        search_options: dict | None = None,
         query_epsilon: float = 0.1,
         queried: bool = False,
+        nndescent_kwargs: dict | None = None,
     ) -> None:
         self.metric = metric
         self.method = method
         self.random_state = random_state
-        self.nndescent_kwargs = nndescent_kwargs
+        self.search_options = search_options
         self.query_epsilon = query_epsilon
         self.queried = queried
+        self.nndescent_kwargs = nndescent_kwargs
 
     def fit(self, reference: Any) -> NeighborIndex:
         """Build the index on ``reference`` (held in memory)."""
@@ -223,7 +250,8 @@ class NeighborIndex:
         n, dim = ref.shape
         self._key_name = f"bigdr-neighbor-index-{uuid.uuid4().hex}"
         method = choose_method(n, dim, self.metric, self.queried) if self.method == "auto" else self.method
-        options = {**(self.nndescent_kwargs or {}), "query_epsilon": self.query_epsilon}
+        given = resolve_search_options(self.search_options, self.nndescent_kwargs, "NeighborIndex")
+        options = {**given, "query_epsilon": self.query_epsilon}
         self._backend = BACKENDS[method](self.metric, self.random_state, options)
         self._backend.build(ref)
         self.method_ = method
