@@ -19,6 +19,8 @@ import dask
 import dask.array as da
 import numpy as np
 
+from .csr import row_blocks
+
 
 def is_anndata(path: str) -> bool:
     """Whether ``path`` is an ``.h5ad`` file or a local AnnData zarr store."""
@@ -109,8 +111,7 @@ def open_anndata_csr(path: str, element: str = "X", chunk_nnz: int = 8_000_000) 
         raise ValueError(f"{path!r}:{element} has {entries} indptr entries for {n} rows; it is damaged.")
     indptr = np.asarray(node["indptr"][:], dtype=np.int64)
     dtype = node["data"].dtype
-    cuts = np.searchsorted(indptr, np.arange(chunk_nnz, max(int(indptr[-1]), 1), chunk_nnz), side="left")
-    bounds = np.unique(np.concatenate([[0], cuts, [n]]))
+    bounds = row_blocks(indptr, chunk_nnz)
     meta = sp.csr_matrix((0, p), dtype=dtype)
     blocks = [
         da.from_delayed(

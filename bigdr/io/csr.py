@@ -1,7 +1,8 @@
-"""CSR row blocks streamed into ``data``, ``indices`` and ``indptr`` arrays of a zarr or h5py group.
+"""CSR row blocks streamed into ``data``, ``indices`` and ``indptr`` arrays of a zarr or h5py group, and read back.
 
 The one block loop behind bigdr's CSR stores (:func:`bigdr.io.sparse.write_sparse_zarr`)
-and AnnData files (:func:`bigdr.io.anndata.write_anndata`).
+and AnnData files (:func:`bigdr.io.anndata.write_anndata`), and the one row cut of their
+readers (:func:`row_blocks`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,13 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
+
+
+def row_blocks(indptr: np.ndarray, chunk_nnz: int) -> np.ndarray:
+    """Row boundaries, 0 and ``n`` included, where a stored CSR's nonzero count crosses multiples of ``chunk_nnz``."""
+    n = len(indptr) - 1
+    cuts = np.searchsorted(indptr, np.arange(chunk_nnz, max(int(indptr[-1]), 1), chunk_nnz), side="left")
+    return np.unique(np.concatenate([[0], cuts, [n]]))
 
 
 def as_blocks(blocks: Any, n_features: int | None) -> tuple[Any, int]:

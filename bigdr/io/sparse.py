@@ -11,7 +11,7 @@ import dask.array as da
 import numpy as np
 
 from .._version import __version__
-from .csr import append_csr, as_blocks
+from .csr import append_csr, as_blocks, row_blocks
 from .outputs import check_output, publish, temporary_sibling
 
 SPARSE_FORMAT = "bigdr-csr"
@@ -79,9 +79,7 @@ def open_sparse_zarr(path: str, chunk_nnz: int = 8_000_000):
     n, p = group.attrs["shape"]
     indptr = np.asarray(group["indptr"][:])
     dtype = group["data"].dtype
-    # Row boundaries where the nonzero count crosses multiples of chunk_nnz.
-    cuts = np.searchsorted(indptr, np.arange(chunk_nnz, indptr[-1], chunk_nnz), side="left")
-    bounds = np.unique(np.concatenate([[0], cuts, [n]]))
+    bounds = row_blocks(indptr, chunk_nnz)
     parts = []
     for r0, r1 in zip(bounds[:-1], bounds[1:]):
         lo, hi = int(indptr[r0]), int(indptr[r1])
