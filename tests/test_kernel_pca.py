@@ -330,7 +330,8 @@ def test_sparse_approximations_equal_the_dense_ones(sparse_rows, method, tmp_pat
     np.testing.assert_allclose(sparse.transform(new), dense.transform(new.toarray()), atol=1e-9)
     sparse.save(tmp_path / "model")  # nystroem keeps its landmarks as CSR; they are saved as CSR
     loaded = bigdr.load(tmp_path / "model")
-    np.testing.assert_array_equal(loaded.transform(new), sparse.transform(new))
+    # equal up to rounding: the reloaded arrays' alignment may pick another BLAS kernel (3e-16 seen)
+    np.testing.assert_allclose(loaded.transform(new), sparse.transform(new), rtol=0, atol=1e-13)
 
 
 def test_sparse_anndata_file_and_updates(sparse_rows, tmp_path):
