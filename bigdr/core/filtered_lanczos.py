@@ -22,14 +22,21 @@ largest eigenvalues of ``p(L)`` are the images of the ``k`` smallest of
 L`` (relative tolerance 1e-2, a few percent of the second run's products):
 by Cauchy interlacing the ``k``-th smallest Ritz value of any subspace is
 at least the ``k``-th smallest eigenvalue, so it bounds it whatever the
-run's accuracy; its Ritz vectors start the second run. A tighter ``b``
-separates more: with ``b`` twice, four times and fifteen times the
-``k``-th eigenvalue the 100,000-cell graph below took 9.2, 16.3 and 21.2 s.
+run's accuracy; its Ritz vectors start the second run.
 
-One-off, the 100,000-cell kNN graph of the single-cell benchmark (15
-pairs, tolerance 1e-10): ARPACK on ``L`` 678 products and 18.9 s; on
-``T_10`` 970 products and 9.2 s, residuals 3e-12, eigenvalues equal to
-2e-14.
+One-off on an idle 2-vCPU machine (15 pairs, tolerance 1e-10, products
+on 2 threads in both; the kNN graphs of the single-cell benchmark, about
+25 nonzeros a row): on the 1,000,000-cell graph, where the wanted
+eigenvalues crowd (0.0121 to 0.0162) and plain ARPACK restarts through
+about 1,000 products, 192 s for ARPACK on ``c I - L`` against 134 s on
+``T_6`` and 144 s on ``T_10``, residuals 5e-12 and 4e-15, the same
+eigenvalues to the 7 digits compared; on the 100,000-cell graph, where ARPACK needs
+about 700 products, 5.4 s against 6.0 s on ``T_6`` (median of 3): the
+filter costs a few products more than it saves there. A tighter ``b``
+separates more but costs its own rough run: a first run of 25 pairs and 60
+vectors brought ``b`` on the 1M graph from 5 to 2.3 times the 15th
+eigenvalue in 41 s against 22 s (measured while the machine was shared),
+about what the second run then saves.
 
 References
 ----------
@@ -53,9 +60,10 @@ import scipy.sparse as sp
 
 from .csr_rows import row_bounds
 
-#: Degree of the Chebyshev polynomial (one-off, the 100k-cell graph: degrees 4, 6, 8, 10, 12, 20 took
-#: 14.3, 14.0, 12.6, 9.2, 10.9, 12.9 s; a higher degree makes more products than it saves steps).
-DEGREE = 10
+#: Degree of the Chebyshev polynomial (one-off, the 1M-cell graph: degrees 6, 10 and 16 took 134, 144 and
+#: 179 s; the 100k-cell graph: 6.0, 6.0, 6.0 and 5.7 s for 6, 8, 10 and 12, medians of 3: a higher
+#: degree makes more products than it saves steps).
+DEGREE = 6
 #: Relative tolerance of the rough first run whose Ritz values bound the wanted eigenvalues.
 BOUND_TOL = 1e-2
 
