@@ -29,10 +29,11 @@ on 2 threads in both; the kNN graphs of the single-cell benchmark, about
 25 nonzeros a row): on the 1,000,000-cell graph, where the wanted
 eigenvalues crowd (0.0121 to 0.0162) and plain ARPACK restarts through
 about 1,000 products, 192 s for ARPACK on ``c I - L`` against 134 s on
-``T_6`` and 144 s on ``T_10``, residuals 5e-12 and 4e-15, the same
-eigenvalues to the 7 digits compared; on the 100,000-cell graph, where ARPACK needs
-about 700 products, 5.4 s against 6.0 s on ``T_6`` (median of 3): the
-filter costs a few products more than it saves there. A tighter ``b``
+``T_6`` and 144 s on ``T_10`` (in another run, with the machine shared,
+145 s on ``T_6`` and 179 s on ``T_16``), residuals 5e-12 and 4e-15, the
+same eigenvalues to the 7 digits compared; on the 100,000-cell graph,
+where ARPACK needs about 700 products, 5.4 s against 6.0 s on ``T_6``
+(median of 3): the filter costs a few products more than it saves there. A tighter ``b``
 separates more but costs its own rough run: a first run of 25 pairs and 60
 vectors brought ``b`` on the 1M graph from 5 to 2.3 times the 15th
 eigenvalue in 41 s against 22 s (measured while the machine was shared),
@@ -60,9 +61,10 @@ import scipy.sparse as sp
 
 from .csr_rows import row_bounds
 
-#: Degree of the Chebyshev polynomial (one-off, the 1M-cell graph: degrees 6, 10 and 16 took 134, 144 and
-#: 179 s; the 100k-cell graph: 6.0, 6.0, 6.0 and 5.7 s for 6, 8, 10 and 12, medians of 3: a higher
-#: degree makes more products than it saves steps).
+#: Degree of the Chebyshev polynomial (one-off, the 1M-cell graph: degrees 6 and 10 took 134 and 144 s in
+#: one run, 6 and 16 took 145 and 179 s in another: there a higher degree makes more products than it
+#: saves steps; the 100k-cell graph: 6.0, 6.0, 6.0 and 5.7 s for 6, 8, 10 and 12, medians of 3, no
+#: difference beyond the noise).
 DEGREE = 6
 #: Relative tolerance of the rough first run whose Ritz values bound the wanted eigenvalues.
 BOUND_TOL = 1e-2
