@@ -138,7 +138,19 @@ def run_with_empty_numba_cache(script: Path, *args: str) -> dict:
         shutil.rmtree(cache)
 
 
-def ru_maxrss_mib() -> float:
+def process_peak_mib() -> float:
+    """Peak RSS of this process since it started its program (the kernel's ``VmHWM``), in MiB.
+
+    Not ``getrusage``'s ``ru_maxrss``: Linux carries that over fork and exec, so a child
+    started by a parent that had already peaked higher reports the parent's peak (each
+    100k-cell child run after the 1M-cell ones reported 1.22 GiB).
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:  # no procfs (not Linux): the rusage figure, which there is per process
+        pass
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -265,7 +277,7 @@ def embed_store(model, store) -> dict:
         fit_s = time.perf_counter() - t0
         bigdr.write_zarr(Y, out)
         total = time.perf_counter() - t0
-    job_maxrss = ru_maxrss_mib()
+    job_maxrss = process_peak_mib()
     embedding = np.asarray(da.from_zarr(open_zarr(str(out))).compute())
     truth = da.from_zarr(open_zarr(store, dataset="coords"))[:, 0].compute()
     shutil.rmtree(out.parent)

@@ -58,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import (  # noqa: E402
     DATA,
     PeakRSS,
-    ru_maxrss_mib,
+    process_peak_mib,
     run_child,
     run_sections,
     run_with_empty_numba_cache,
@@ -184,7 +184,7 @@ def child(args):
             landmarks, _ = select_landmarks(str(store), 20_000, random_state=0)
             seconds = time.perf_counter() - t0
         np.save(DATA / f"landmarks-{store.stem}.npy", landmarks)
-        return {"seconds": seconds, "peak_rss_mib": rss.peak / 2**20, "ru_maxrss_mib": ru_maxrss_mib()}
+        return {"seconds": seconds, "peak_rss_mib": rss.peak / 2**20, "ru_maxrss_mib": process_peak_mib()}
     if what == "query":
         import bigdr
         from bigdr.graph.neighbors import NeighborIndex
@@ -203,7 +203,7 @@ def child(args):
         return {
             "seconds": total,
             "peak_rss_mib": rss.peak / 2**20,
-            "ru_maxrss_mib": ru_maxrss_mib(),
+            "ru_maxrss_mib": process_peak_mib(),
             "method": index.method_,
             "chunk_rows": int(ind.chunks[0][0]),
         }

@@ -36,8 +36,8 @@ from _harness import (  # noqa: E402
     PeakRSS,
     drop_page_cache,
     machine,
+    process_peak_mib,
     read_pass,
-    ru_maxrss_mib,
     run_child,
     stamped,
     timed,
@@ -168,7 +168,7 @@ def child(args: list[str]) -> dict:
         )
         with PeakRSS() as rss:
             times, model = timed(work)
-        out = {"seconds": times[0], "peak_rss_mib": rss.peak / 2**20, "ru_maxrss_mib": ru_maxrss_mib()}
+        out = {"seconds": times[0], "peak_rss_mib": rss.peak / 2**20, "ru_maxrss_mib": process_peak_mib()}
         if case != "disk-read":
             out["explained_variance"] = [float(v) for v in model.explained_variance_]
         return out

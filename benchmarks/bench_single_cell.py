@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import DATA, ru_maxrss_mib, run_child, run_sections  # noqa: E402
+from _harness import DATA, process_peak_mib, run_child, run_sections  # noqa: E402
 from bench_sparse import ONE_BLAS, path_of  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
@@ -71,7 +71,7 @@ def bigdr_path(spec: dict) -> dict:
     return {
         "seconds": seconds,
         "steps": times,
-        "peak_rss_mib": ru_maxrss_mib(),  # the path and its writes; the parent reads back what was written
+        "peak_rss_mib": process_peak_mib(),  # the path and its writes; the parent reads back what was written
         "pca_passes": pca.n_iter_,
         "eigenvalues": [1.0, *map(float, dm.eigenvalues_)],
         "n_unit_eigenvalues": int(dm.n_unit_eigenvalues_),
@@ -112,7 +112,7 @@ def scanpy_path(spec: dict) -> dict:
     return {
         "seconds": seconds,
         "steps": times,
-        "peak_rss_mib": ru_maxrss_mib(),
+        "peak_rss_mib": process_peak_mib(),
         "eigenvalues": np.asarray(adata.uns["diffmap_evals"], dtype=np.float64).tolist(),
     }
 

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import DATA, ru_maxrss_mib, run_child, run_sections  # noqa: E402
+from _harness import DATA, process_peak_mib, run_child, run_sections  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 
@@ -143,7 +143,7 @@ def child(spec: dict) -> dict:
         if task == "bigdr-pca":
             model = bigdr.PCA(k, svd_solver=spec["solver"], random_state=0)
             result["estimate_mib"] = model.estimate_memory(path).total / 2**20
-            base = ru_maxrss_mib()
+            base = process_peak_mib()
             if spec.get("cluster"):
                 from distributed import Client, LocalCluster
 
@@ -199,7 +199,7 @@ def child(spec: dict) -> dict:
             result["spectrum"] = (values[::-1] / (n - 1)).tolist()  # k + 1 values: the gap after k
             variances = values[::-1][:k] / (n - 1) if task == "exact-pca" else values[::-1][:k]
     result["seconds"] = time.perf_counter() - t0
-    result["peak_rss_mib"] = ru_maxrss_mib()
+    result["peak_rss_mib"] = process_peak_mib()
     if V is None:
         return result
     np.save(spec["out"], np.asarray(V, dtype=np.float64))
@@ -241,7 +241,7 @@ def floor(path: str, width: int, passes: int) -> dict:
             compute(tree_reduce(X, product, operator.add, shared=(dask.delayed(Z),)))
             times.append(time.perf_counter() - t0)
         out[name] = statistics.median(times)
-    out["peak_rss_mib"] = ru_maxrss_mib()
+    out["peak_rss_mib"] = process_peak_mib()
     return out
 
 
@@ -366,7 +366,7 @@ def scanpy_1m(spec: dict) -> dict:
     pcs = adata.obsm["X_pca"]
     if hasattr(pcs, "compute"):
         pcs = pcs.compute()
-    return {"read_seconds": read, "seconds": time.perf_counter() - t0, "peak_rss_mib": ru_maxrss_mib()}
+    return {"read_seconds": read, "seconds": time.perf_counter() - t0, "peak_rss_mib": process_peak_mib()}
 
 
 def atlas_scanpy_dask(limit: float = 1800.0) -> tuple[dict, str]:
@@ -530,7 +530,7 @@ def lsa_child(spec: dict) -> dict:
         order = np.argsort(s)[::-1]
         s, V = s[order], V[order]
     np.save(spec["out"], np.asarray(V, dtype=np.float64))
-    return {"read_seconds": read, "seconds": time.perf_counter() - t0, "peak_rss_mib": ru_maxrss_mib(),
+    return {"read_seconds": read, "seconds": time.perf_counter() - t0, "peak_rss_mib": process_peak_mib(),
             "singular_values": np.asarray(s, dtype=np.float64).tolist()}  # fmt: skip
 
 
