@@ -313,3 +313,25 @@ def test_an_all_rows_graph_split_for_balance_raises_no_performance_warning():
         warnings.simplefilter("error", PerformanceWarning)
         ind, _ = knn_graph(X, 10, method="faiss").compute()
     assert ind.shape == (4000, 10)
+
+
+def test_all_rows_graph_widens_the_search_to_the_recall_target(monkeypatch):
+    """A weak HNSW at the default efSearch misses neighbours; the graph's calibration doubles efSearch until a
+    sample of its rows finds RECALL_TARGET of their neighbours, and the whole graph then holds about that."""
+    pytest.importorskip("faiss")
+    import bigdr.graph.backends as backends
+
+    X = _layers(20000)
+    weak = {"hnsw_m": 4, "ef_construction": 8}
+    true = exact_neighbors(X, X, 10, exclude_self=True)[0]
+    fixed = knn_graph(X, 10, method="faiss", search_options={**weak, "ef_search": 16}, random_state=0)
+    assert fixed.index.recall_ < backends.RECALL_TARGET  # measured, kept: the user's width
+    assert fixed.index._backend.options["ef_search"] == 16
+    g = knn_graph(X, 10, method="faiss", search_options=weak, random_state=0)
+    chosen = g.index._backend.options["ef_search"]
+    assert chosen > 64 and g.index.recall_ >= backends.RECALL_TARGET
+    assert recall(g.compute()[0], true) >= backends.RECALL_TARGET - 0.005
+    assert recall(g.compute()[0], true) > recall(fixed.compute()[0], true)
+    monkeypatch.setattr(backends, "EF_SEARCH_MAX", 32)
+    with pytest.warns(UserWarning, match=r"finds an estimated 0\.\d+ of each row's 11 nearest"):
+        knn_graph(X, 10, method="faiss", search_options={"hnsw_m": 2, "ef_construction": 2}, random_state=0)

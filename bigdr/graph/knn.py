@@ -20,6 +20,7 @@ from .neighbors import (
     NeighborIndex,
     as_records,
     blockwise_query,
+    calibration_sample,
     check_k,
     check_method,
     check_metric,
@@ -217,6 +218,8 @@ def knn_graph(
     backend = BACKENDS[chosen]
     if not backend.builds_self_graph:  # an index of all rows, every row queried blockwise
         index = NeighborIndex(metric, chosen, random_state=random_state, search_options=options).fit(Xd)
+        if not index.exact:  # the search width that finds RECALL_TARGET of a sample's neighbours
+            index.calibrate(calibration_sample(Xd, random_state), k + 1)
         Xd = split_for_balance(Xd)
         ind, dist = blockwise_query(Xd, index, k, exclude_self=True)
         if not index.exact:

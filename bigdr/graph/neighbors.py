@@ -25,7 +25,9 @@ from ..io import as_array
 from ..runtime.compute import compute, parallelism
 from .backends import (
     BACKENDS,
+    CALIBRATION_ROWS,
     FAISS_METRICS,
+    RECALL_TARGET,
     SEARCH_METHODS,
     faiss_available,
     nndescent_metrics,
@@ -296,6 +298,26 @@ class NeighborIndex:
         self.radii_k_ = int(k)
         return self
 
+    def calibrate(self, sample: np.ndarray, k: int, target: float = RECALL_TARGET) -> float:
+        """Widen an approximate search until it finds ``target`` of the ``k`` nearest reference rows of
+        each row of ``sample`` (reference rows themselves); the recall reached, also kept as ``recall_``.
+
+        An all-rows graph (:func:`~bigdr.graph.knn_graph`) calibrates its index on
+        :data:`~bigdr.graph.backends.CALIBRATION_ROWS` of its rows; the search width the back end
+        chose then serves every query. A search width given in ``search_options`` is kept and only
+        measured. Warns when the widest search falls short of ``target``.
+        """
+        recall = self.recall_ = self._backend.calibrate(np.asarray(sample), int(k), float(target))
+        if recall < target and "ef_search" not in (self.search_options or {}):
+            warnings.warn(
+                f"The {self.method_} neighbour search finds an estimated {recall:.4f} of each row's {k} nearest "
+                f"(on {len(sample)} sampled rows) at its widest setting, below {target}; method='brute' "
+                f"(neighbor_method='brute' on an estimator) finds them exactly.",
+                UserWarning,
+                stacklevel=3,
+            )
+        return recall
+
     @property
     def exact(self) -> bool:
         """Whether queries find the true nearest rows (``kdtree``, ``brute``)."""
@@ -321,6 +343,14 @@ class NeighborIndex:
         Xd = as_array(X, min_rows=1, extra_row_bytes=query_row_bytes(k))
         check_n_features(Xd.shape[1], self.n_features_in_, "this NeighborIndex")
         return blockwise_query(Xd, self, k, exclude_self=False)
+
+
+def calibration_sample(Xd: da.Array, random_state: int | None) -> np.ndarray:
+    """:data:`~bigdr.graph.backends.CALIBRATION_ROWS` rows of ``Xd`` (all when fewer), drawn by ``random_state``."""
+    n = int(Xd.shape[0])
+    rows = np.sort(np.random.default_rng(random_state).choice(n, min(n, CALIBRATION_ROWS), replace=False))
+    (sample,) = compute(Xd[rows])
+    return np.asarray(sample)
 
 
 def query_row_bytes(k: int) -> int:
