@@ -307,8 +307,9 @@ class NeighborIndex:
         chose then serves every query. A search width given in ``search_options`` is kept and only
         measured. Warns when the widest search falls short of ``target``.
         """
+        given = "ef_search" in self._backend.options
         recall = self.recall_ = self._backend.calibrate(np.asarray(sample), int(k), float(target))
-        if recall < target and "ef_search" not in (self.search_options or {}):
+        if recall < target and not given:
             warnings.warn(
                 f"The {self.method_} neighbour search finds an estimated {recall:.4f} of each row's {k} nearest "
                 f"(on {len(sample)} sampled rows) at its widest setting, below {target}; method='brute' "
