@@ -330,8 +330,8 @@ def test_all_rows_graph_widens_the_search_to_the_recall_target(monkeypatch):
     g = knn_graph(X, 10, method="faiss", search_options=weak, random_state=0)
     chosen = g.index._backend.options["ef_search"]
     assert chosen > 64 and g.index.recall_ >= backends.RECALL_TARGET
-    assert recall(g.compute()[0], true) >= backends.RECALL_TARGET - 0.005
-    assert recall(g.compute()[0], true) > recall(fixed.compute()[0], true)
+    found = recall(g.compute()[0], true)
+    assert found >= backends.RECALL_TARGET - 0.005 and found > recall(fixed.compute()[0], true)
     monkeypatch.setattr(backends, "EF_SEARCH_MAX", 32)
     with pytest.warns(UserWarning, match=r"finds an estimated 0\.\d+ of each row's 11 nearest"):
         knn_graph(X, 10, method="faiss", search_options={"hnsw_m": 2, "ef_construction": 2}, random_state=0)

@@ -265,13 +265,15 @@ class FaissBackend(Backend):
         short = np.flatnonzero((ind < 0).any(axis=1))
         if len(short):  # the graph search ended with fewer than k rows (-1): search the stored rows exactly
             score[short], ind[short] = faiss.downcast_index(self._index.storage).search(q[short], k)
+        return ind.astype(np.int64), self._distances(score)
+
+    def _distances(self, score: np.ndarray) -> np.ndarray:
+        """faiss's scores (squared L2, or inner products of unit rows) as the metric's distances."""
         if self.metric == "cosine":
-            dist = 1.0 - score
-        elif self.metric == "euclidean":
-            dist = np.sqrt(np.maximum(score, 0))
-        else:
-            dist = score
-        return ind.astype(np.int64), dist
+            return 1.0 - score
+        if self.metric == "euclidean":
+            return np.sqrt(np.maximum(score, 0))
+        return score
 
     def requery(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         return self.query(block, k, width=REQUERY_WIDTH)
@@ -283,16 +285,12 @@ class FaissBackend(Backend):
         import faiss
 
         faiss.omp_set_num_threads(local_threads())
-        exact, _ = faiss.downcast_index(self._index.storage).search(self._prepare(sample), k)
-        kth, slack = exact[:, -1:], 1e-6 * np.abs(exact[:, -1:]) + 1e-12  # faiss's scores: squared L2 or inner product
+        score, _ = faiss.downcast_index(self._index.storage).search(self._prepare(sample), k)
+        kth = self._distances(score[:, -1:])
+        kth = kth + 1e-6 * np.abs(kth) + 1e-12  # the same distance found by the graph search may round apart
         given = "ef_search" in self.options
         while True:
-            _, dist = self.query(sample, k)
-            if self.metric == "cosine":
-                hit = 1 - dist >= kth - slack
-            else:
-                hit = (dist if self.metric == "sqeuclidean" else dist.astype(np.float64) ** 2) <= kth + slack
-            recall = float(hit.mean())
+            recall = float((self.query(sample, k)[1] <= kth).mean())
             ef = int(self.options.get("ef_search", 64))
             if given or recall >= target or ef >= EF_SEARCH_MAX:
                 return recall
