@@ -58,6 +58,16 @@ def exact_neighbors(X, Q, k, exclude_self=False):
     return (ind[:, 1:], dist[:, 1:]) if exclude_self else (ind, dist)
 
 
+def rolled_layers(n, seed=0):
+    """Two rolled-up sheets side by side in 20-D: a search that goes astray lands on the other layer."""
+    from bigdr.datasets import make_swiss_roll
+
+    a = np.asarray(make_swiss_roll(n, noise=0.0, seed=seed)[0])
+    b = np.asarray(make_swiss_roll(n, noise=0.0, seed=seed + 1)[0])
+    Q = np.linalg.qr(np.random.default_rng(seed).standard_normal((20, 6)))[0]
+    return np.ascontiguousarray(np.hstack([a, b]) @ Q.T)
+
+
 def recall(found, exact):
     return np.mean([len(np.intersect1d(f, e)) / len(e) for f, e in zip(found, exact)])
 

@@ -2,7 +2,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from conftest import exact_neighbors, recall
+from conftest import exact_neighbors, recall, rolled_layers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.neighbors import NearestNeighbors
@@ -193,16 +193,6 @@ def test_graph_keeps_the_index_it_was_found_with(manifold_50d, method):
     np.testing.assert_array_equal(ind[:, 1:], g.compute()[0][:50])  # the graph's own search
 
 
-def _layers(n, seed=0):
-    """Two rolled-up sheets side by side in 20-D: a search that goes astray lands on the other layer."""
-    from bigdr.datasets import make_swiss_roll
-
-    a = np.asarray(make_swiss_roll(n, noise=0.0, seed=seed)[0])
-    b = np.asarray(make_swiss_roll(n, noise=0.0, seed=seed + 1)[0])
-    Q = np.linalg.qr(np.random.default_rng(seed).standard_normal((20, 6)))[0]
-    return np.ascontiguousarray(np.hstack([a, b]) @ Q.T)
-
-
 def test_far_rows_flags_a_row_beyond_its_neighbours_radii():
     from bigdr.graph.neighbors import far_rows
 
@@ -222,7 +212,7 @@ def test_faiss_graph_searches_lost_and_far_rows_again():
     pytest.importorskip("faiss")
     from bigdr.graph.neighbors import drop_self
 
-    X = _layers(20000)
+    X = rolled_layers(20000)
     opts = {"hnsw_m": 4, "ef_construction": 8, "ef_search": 1}
     true = exact_neighbors(X, X, 10, exclude_self=True)[1]
     index = NeighborIndex(method="faiss", search_options=opts).fit(X)
@@ -238,7 +228,7 @@ def test_faiss_graph_searches_lost_and_far_rows_again():
 def test_search_options_reach_faiss_and_the_old_name_warns():
     # ef_search is faiss's breadth: a wider search finds more true neighbours on the same weak index
     pytest.importorskip("faiss")
-    X = _layers(5000)
+    X = rolled_layers(5000)
     q = X[:1000] + 1e-3
     true = exact_neighbors(X, q, 10)[0]
     weak = {"hnsw_m": 4, "ef_construction": 8}
@@ -256,7 +246,7 @@ def test_search_options_reach_faiss_and_the_old_name_warns():
 
 def test_index_with_radii_searches_far_queries_again():
     pytest.importorskip("faiss")
-    X = _layers(20000)
+    X = rolled_layers(20000)
     opts = {"hnsw_m": 4, "ef_construction": 8, "ef_search": 1}
     radii = exact_neighbors(X, X, 10, exclude_self=True)[1][:, -1]
     index = NeighborIndex(method="faiss", search_options=opts).fit(X)
@@ -321,7 +311,7 @@ def test_all_rows_graph_widens_the_search_to_the_recall_target(monkeypatch):
     pytest.importorskip("faiss")
     import bigdr.graph.backends as backends
 
-    X = _layers(20000)
+    X = rolled_layers(20000)
     weak = {"hnsw_m": 4, "ef_construction": 8}
     true = exact_neighbors(X, X, 10, exclude_self=True)[0]
     fixed = knn_graph(X, 10, method="faiss", search_options={**weak, "ef_search": 16}, random_state=0)

@@ -2,7 +2,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from conftest import recall
+from conftest import exact_neighbors, recall, rolled_layers
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.neighbors import NearestNeighbors
@@ -138,3 +138,21 @@ def test_half_space_bound_rules_out_cells_the_ball_bound_leaves(blobs):
     assert capped.shape[1] == 1
     first = both[:, 0]
     np.testing.assert_array_equal(capped[:, 0], first)  # the nearest cell the bounds leave
+
+
+def test_cells_widen_their_search_to_the_recall_target(monkeypatch):
+    """Each cell's weak HNSW calibrates its efSearch on its own members, as an all-rows graph's index does:
+    the graph then holds about RECALL_TARGET where a fixed narrow width does not; a capped search warns."""
+    pytest.importorskip("faiss")
+    import bigdr.graph.backends as backends
+
+    X = rolled_layers(20000)
+    weak = {"hnsw_m": 4, "ef_construction": 8}
+    true = exact_neighbors(X, X, 10, exclude_self=True)[0]
+    args = dict(method="faiss", partitions=2, n_probe=None, random_state=0)
+    fixed = recall(knn_graph(X, 10, search_options={**weak, "ef_search": 16}, **args).compute()[0], true)
+    found = recall(knn_graph(X, 10, search_options=weak, **args).compute()[0], true)
+    assert fixed < backends.RECALL_TARGET - 0.02 and found >= backends.RECALL_TARGET - 0.005
+    monkeypatch.setattr(backends, "EF_SEARCH_MAX", 32)
+    with pytest.warns(UserWarning, match=r"finds an estimated 0\.\d+ of each row's 11 nearest \(in the worst of 2"):
+        knn_graph(X, 10, search_options={"hnsw_m": 2, "ef_construction": 2}, **args)

@@ -244,9 +244,13 @@ class FaissBackend(Backend):
         # A build inside a dask task gets the task's one thread; one in this process, the
         # scheduler's threads (OMP_NUM_THREADS=1, set to keep BLAS to a thread per task, would
         # otherwise leave the others idle: 1M x 50 rows, 78 s on one thread, 43 s on two).
-        faiss.omp_set_num_threads(int(self.options.get("build_threads") or local_threads()))
+        faiss.omp_set_num_threads(self._own_threads())
         index.add(data)
         self._index = index
+
+    def _own_threads(self) -> int:
+        """Threads of work done once on the whole index (build, calibration): a task's one inside a cell."""
+        return int(self.options.get("build_threads") or local_threads())
 
     def _prepare(self, rows: np.ndarray) -> np.ndarray:
         rows = unit_rows(rows) if self.metric == "cosine" else rows
@@ -284,7 +288,7 @@ class FaissBackend(Backend):
         and only measured. A found row counts when it lies no farther than the true k-th (ties count)."""
         import faiss
 
-        faiss.omp_set_num_threads(local_threads())
+        faiss.omp_set_num_threads(self._own_threads())
         score, _ = faiss.downcast_index(self._index.storage).search(self._prepare(sample), k)
         kth = self._distances(score[:, -1:])
         kth = kth + 1e-6 * np.abs(kth) + 1e-12  # the same distance found by the graph search may round apart

@@ -309,14 +309,8 @@ class NeighborIndex:
         """
         given = "ef_search" in self._backend.options
         recall = self.recall_ = self._backend.calibrate(np.asarray(sample), int(k), float(target))
-        if recall < target and not given:
-            warnings.warn(
-                f"The {self.method_} neighbour search finds an estimated {recall:.4f} of each row's {k} nearest "
-                f"(on {len(sample)} sampled rows) at its widest setting, below {target}; method='brute' "
-                f"(neighbor_method='brute' on an estimator) finds them exactly.",
-                UserWarning,
-                stacklevel=3,
-            )
+        if not given:
+            warn_short_recall(self.method_, recall, int(k), f"on {len(sample)} sampled rows", target)
         return recall
 
     @property
@@ -346,11 +340,26 @@ class NeighborIndex:
         return blockwise_query(Xd, self, k, exclude_self=False)
 
 
+def warn_short_recall(method: str, recall: float, k: int, where: str, target: float = RECALL_TARGET) -> None:
+    """Warn when a calibrated search still finds less than ``target`` of the ``k`` nearest (``where``: of what)."""
+    if recall < target:
+        warnings.warn(
+            f"The {method} neighbour search finds an estimated {recall:.4f} of each row's {k} nearest "
+            f"({where}) at its widest setting, below {target}; method='brute' "
+            f"(neighbor_method='brute' on an estimator) finds them exactly.",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+def calibration_rows(n: int, random_state: int | None) -> np.ndarray:
+    """Sorted positions of :data:`~bigdr.graph.backends.CALIBRATION_ROWS` of ``n`` rows (all when fewer)."""
+    return np.sort(np.random.default_rng(random_state).choice(n, min(n, CALIBRATION_ROWS), replace=False))
+
+
 def calibration_sample(Xd: da.Array, random_state: int | None) -> np.ndarray:
-    """:data:`~bigdr.graph.backends.CALIBRATION_ROWS` rows of ``Xd`` (all when fewer), drawn by ``random_state``."""
-    n = int(Xd.shape[0])
-    rows = np.sort(np.random.default_rng(random_state).choice(n, min(n, CALIBRATION_ROWS), replace=False))
-    (sample,) = compute(Xd[rows])
+    """:func:`calibration_rows` of ``Xd``, drawn by ``random_state``."""
+    (sample,) = compute(Xd[calibration_rows(int(Xd.shape[0]), random_state)])
     return np.asarray(sample)
 
 

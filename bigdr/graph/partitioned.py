@@ -28,6 +28,12 @@ a row is searched in 0.31 other cells on average with 1M rows in 4 cells and
 0.53 with 10M rows in 40 (``benchmarks/results/partitioned.md``), where
 probing the ``m`` nearest cells blindly searches ``m - 1``.
 
+An approximate cell index (faiss's HNSW) calibrates its search width on a
+sample of its own members, as the index of an all-rows graph does
+(:meth:`~bigdr.graph.NeighborIndex.calibrate`), so a cell finds about the same
+share of each row's neighbours as one index of all rows would; the driver
+warns when a cell falls short at the widest setting.
+
 Only a wave's pieces, the cells' indexes and the n x k result are held at
 any time, spread over the workers.
 
@@ -50,8 +56,8 @@ import numpy as np
 from .._random import resolve_seed
 from ..core.distances import pairwise_distances, unit_rows
 from ..runtime.compute import compute, parallelism
-from .backends import BACKENDS
-from .neighbors import choose_method, drop_self
+from .backends import BACKENDS, RECALL_TARGET
+from .neighbors import calibration_rows, choose_method, drop_self, warn_short_recall
 
 #: Metrics the routing's triangle-inequality bound holds for (sqeuclidean and
 #: cosine are routed as euclidean distances, of the rows or of unit rows).
@@ -144,21 +150,28 @@ def _home_routes(home_block: np.ndarray) -> np.ndarray:
 
 
 def _build_cell(
-    pieces: list[tuple[np.ndarray, np.ndarray]], metric: str, method: str, seed: int, options: dict
-) -> tuple[Any, np.ndarray]:
-    """The cell's index on its members (one thread, as the task), and the members' row ids."""
-    members = np.concatenate([p[0] for p in pieces])
+    pieces: list[tuple[np.ndarray, np.ndarray]], k: int, metric: str, method: str, seed: int, options: dict
+) -> tuple[Any, np.ndarray, float]:
+    """The cell's index on its members (one thread, as the task), the members' row ids, and the recall its
+    search was calibrated to (an approximate index, as :func:`~bigdr.graph.knn_graph`'s; 1 when exact)."""
+    members = np.ascontiguousarray(np.concatenate([p[0] for p in pieces]))
     chosen = choose_method(len(members), members.shape[1], metric) if method == "auto" else method
     backend = BACKENDS[chosen](metric, seed, {**options, "build_threads": 1})
-    backend.build(np.ascontiguousarray(members))
-    return backend, np.concatenate([p[1] for p in pieces])
+    backend.build(members)
+    sample = members[calibration_rows(len(members), seed)]
+    recall = 1.0 if backend.exact else backend.calibrate(sample, k + 1, RECALL_TARGET)
+    return backend, np.concatenate([p[1] for p in pieces]), recall
+
+
+def _recall(cell: tuple[Any, np.ndarray, float]) -> float:
+    return cell[2]
 
 
 def _query_cell(
-    cell: tuple[Any, np.ndarray], pieces: list[tuple[np.ndarray, np.ndarray]], k: int, bounds: list[int]
+    cell: tuple[Any, np.ndarray, float], pieces: list[tuple[np.ndarray, np.ndarray]], k: int, bounds: list[int]
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The k nearest members of the rows routed to the cell (never the row itself), split by row block."""
-    backend, member_ids = cell
+    backend, member_ids, _ = cell
     queries = np.concatenate([p[0] for p in pieces])
     query_ids = np.concatenate([p[1] for p in pieces])
     if len(queries) == 0:
@@ -263,6 +276,11 @@ def partitioned_graph(
     n_cells = len(centroids)
     cells = _Cells(Xd, homes.to_delayed().ravel(), counts, k, metric, method, seed, dict(options or {}))
     best = cells.home_round()  # every row searched in its own cell; the cells' indexes kept
+    if "ef_search" not in (options or {}):  # each cell's search calibrated, as an all-rows graph's
+        (recalls,) = compute([dask.delayed(_recall)(cell) for cell in cells.indexes.values()])
+        worst = int(np.argmin(recalls))
+        where = f"in the worst of {n_cells} cells, on its sampled rows"
+        warn_short_recall(method if method != "auto" else "approximate", recalls[worst], k + 1, where)
     if n_cells > 1 and (n_probe is None or n_probe > 1):
         euclidean = _route_metric(metric) == "euclidean"
         gaps = pairwise_distances(centroids, centroids, "euclidean") if euclidean else None
@@ -335,7 +353,7 @@ class _Cells:
                 continue
             cuts = [cut(b, s, r, wave) for b, (s, _), r in zip(self.blocks, bounds, routes)]
             pieces = {c: [piece[c] for piece in cuts] for c in wave}
-            indexes = {c: build_cell(pieces[c], *self.build_args) for c in wave} if build else self.indexes
+            indexes = {c: build_cell(pieces[c], self.k, *self.build_args) for c in wave} if build else self.indexes
             found = {c: query(indexes[c], pieces[c], self.k, self.starts.tolist()) for c in wave}
             merged = [
                 merge(s, m, self.k, self.id_dtype, best[j], *[found[c][j] for c in wave])
