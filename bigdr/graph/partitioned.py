@@ -158,8 +158,7 @@ def _build_cell(
     chosen = choose_method(len(members), members.shape[1], metric) if method == "auto" else method
     backend = BACKENDS[chosen](metric, seed, {**options, "build_threads": 1})
     backend.build(members)
-    sample = members[calibration_rows(len(members), seed)]
-    recall = 1.0 if backend.exact else backend.calibrate(sample, k + 1, RECALL_TARGET)
+    recall = backend.calibrate(members[calibration_rows(len(members), seed)], k + 1, RECALL_TARGET)  # exact: 1
     return backend, np.concatenate([p[1] for p in pieces]), recall
 
 
