@@ -121,3 +121,22 @@ def test_a_store_larger_than_memory_drops_the_pages_it_has_read(tmp_path, monkey
     assert _reader(X).files.streamed
     np.testing.assert_array_equal(X.compute(scheduler="sync"), data)
     assert dropped == [os.POSIX_FADV_DONTNEED] * 5
+
+
+@pytest.mark.parametrize("group", [False, True])
+def test_write_zarr_stores_raw_bytes_when_asked_and_they_are_read_from_the_files(tmp_path, group):
+    """``compressors=None``: no codec beyond the bytes, the file of a chunk is the chunk, and reads equal the data."""
+    data = np.random.default_rng(1).standard_normal((500, 7)).astype(np.float32)
+    out = tmp_path / "raw.zarr"
+    bigdr.write_zarr({"X": data, "Y": data[:, :2]} if group else data, out, chunk_rows=128, compressors=None)
+    z = zarr.open(str(out), mode="r")
+    arr = z["X"] if group else z
+    assert [type(c).__name__ for c in arr.metadata.codecs] == ["BytesCodec"]
+    assert os.path.getsize(out / ("X" if group else "") / "c" / "0" / "0") == 128 * 7 * 4
+    X = bigdr.as_array(str(out), check_finite=False)
+    files = _reader(X).files
+    assert files is not None and files.decode is None
+    np.testing.assert_array_equal(X.compute(scheduler="sync"), data)
+    zstd = tmp_path / "zstd.zarr"
+    bigdr.write_zarr(data, zstd, chunk_rows=128)
+    assert [type(c).__name__ for c in zarr.open(str(zstd), mode="r").metadata.codecs] == ["BytesCodec", "ZstdCodec"]
