@@ -325,3 +325,43 @@ def test_all_rows_graph_widens_the_search_to_the_recall_target(monkeypatch):
     monkeypatch.setattr(backends, "EF_SEARCH_MAX", 32)
     with pytest.warns(UserWarning, match=r"finds an estimated 0\.\d+ of each row's 11 nearest"):
         knn_graph(X, 10, method="faiss", search_options={"hnsw_m": 2, "ef_construction": 2}, random_state=0)
+
+
+def test_every_graph_reports_its_measured_recall(manifold_50d):
+    """``KNNGraph.recall``: an NN-descent graph's is measured against a brute-force search of sampled rows (here
+    500 of 2000), faiss's is its index's calibration, exact back ends' 1."""
+    X = manifold_50d
+    true = exact_neighbors(X, X, 15, exclude_self=True)[0]
+    g = knn_graph(X, 15, method="nndescent", random_state=0)
+    assert 0.9 <= g.recall <= 1 and abs(g.recall - recall(g.compute()[0], true)) < 0.02
+    assert knn_graph(X, 15, method="brute").recall == 1.0
+    f = knn_graph(X, 15, method="faiss", random_state=0)
+    assert f.recall == f.index.recall_ >= 0.99
+
+
+def test_a_weak_nndescent_graph_warns_with_the_recall_it_measured():
+    X = rolled_layers(20000)
+    true = exact_neighbors(X, X, 10, exclude_self=True)[0]
+    weak = {"n_trees": 1, "n_iters": 1, "max_candidates": 4}
+    with pytest.warns(UserWarning, match=r"nndescent neighbour search finds an estimated 0\.\d+ of each row's 10"):
+        g = knn_graph(X, 10, method="nndescent", search_options=weak, random_state=0)
+    found = recall(g.compute()[0], true)
+    assert found < 0.95 and abs(g.recall - found) < 0.03
+
+
+def test_nndescent_index_widens_its_query_epsilon_to_the_recall_target():
+    """As faiss's efSearch: ``query_epsilon`` doubles from 0.1 until a sample finds RECALL_TARGET of its
+    neighbours; one the user gives is kept and only measured."""
+    import bigdr.graph.backends as backends
+
+    X = rolled_layers(20000)
+    sample = X[:: len(X) // 500]
+    weak = {"n_neighbors": 8}  # 0.98 of 11 neighbours at epsilon 0.1, 0.996 at 0.4
+    fixed = NeighborIndex(method="nndescent", random_state=0, search_options={**weak, "query_epsilon": 0.1}).fit(X)
+    low = fixed.calibrate(sample, 11)
+    assert fixed._backend.options["query_epsilon"] == 0.1
+    index = NeighborIndex(method="nndescent", random_state=0, search_options=weak).fit(X)
+    reached = index.calibrate(sample, 11)
+    assert index._backend.options["query_epsilon"] > 0.1 and reached >= backends.RECALL_TARGET > low
+    true = exact_neighbors(X, sample, 11)[0]
+    assert recall(index.query_block(sample, 11)[0], true) >= backends.RECALL_TARGET - 0.005

@@ -66,6 +66,8 @@ RECALL_TARGET = 0.99
 CALIBRATION_ROWS = 500
 #: Widest faiss efSearch the calibration tries (each step doubles it from the default 64).
 EF_SEARCH_MAX = 1024
+#: Widest pynndescent query epsilon the calibration tries (each step doubles it from the default 0.1).
+QUERY_EPSILON_MAX = 0.8
 
 
 def nndescent_metrics() -> set[str]:
@@ -105,10 +107,28 @@ class Backend:
         """:meth:`query` with a wider search, for rows whose first answer looks wrong."""
         return self.query(block, k)
 
+    #: The search option that :meth:`calibrate` widens (approximate back ends); one given by the
+    #: user is kept and only measured.
+    width_option: str | None = None
+
     def calibrate(self, sample: np.ndarray, k: int, target: float) -> float:
         """Widen the search until it finds ``target`` of the ``k`` nearest rows of ``sample`` (stored
         rows, searched as queries); the recall reached. Exact back ends: 1."""
         return 1.0
+
+    def _widen_to(self, sample: np.ndarray, k: int, kth: np.ndarray, target: float, start: float, most: float) -> float:
+        """Double :attr:`width_option` from ``start`` until a row's ``k`` found lie within its true k-th
+        distance ``kth`` for ``target`` of them (at most ``most``); the recall reached. A found row
+        counts when it lies no farther than the true k-th (ties count)."""
+        kth = kth + 1e-6 * np.abs(kth) + 1e-12  # the same distance found by two searches may round apart
+        name = str(self.width_option)
+        given = name in self.options
+        while True:
+            recall = float((self.query(sample, k)[1] <= kth).mean())
+            width = self.options.get(name, start)
+            if given or recall >= target or width >= most:
+                return recall
+            self.options[name] = 2 * width
 
     #: Whether :meth:`self_graph` builds the graph of all rows directly
     #: (otherwise every row is queried against an index of all rows).
@@ -191,18 +211,35 @@ class BruteBackend(Backend):
         return np.take_along_axis(cand, order, axis=1), np.take_along_axis(exact, order, axis=1)
 
 
+def _nndescent_kwargs(options: dict | None) -> dict:
+    """pynndescent's ``NNDescent`` arguments among the search options (``query_epsilon`` is the query's)."""
+    kw = {k: v for k, v in (options or {}).items() if k not in ("query_epsilon", "build_threads")}
+    if "build_threads" in (options or {}):
+        kw.setdefault("n_jobs", int(options["build_threads"]))  # type: ignore[index]
+    return kw
+
+
 class NNDescentBackend(Backend):
     exact = False
 
     def build(self, reference: np.ndarray) -> None:
         from pynndescent import NNDescent
 
-        kw = {k: v for k, v in self.options.items() if k not in ("query_epsilon", "build_threads")}
-        if "build_threads" in self.options:
-            kw.setdefault("n_jobs", int(self.options["build_threads"]))
+        kw = _nndescent_kwargs(self.options)
         kw.setdefault("n_neighbors", 30)
         self._nnd = NNDescent(reference, metric=self.metric, random_state=self.random_state, **kw)
         self._nnd.prepare()
+        self._reference = reference  # the same array the index holds: the calibration's exact search
+
+    width_option = "query_epsilon"
+
+    def calibrate(self, sample: np.ndarray, k: int, target: float) -> float:
+        """Double ``query_epsilon`` from its default 0.1 (at most :data:`QUERY_EPSILON_MAX`) until the
+        search finds ``target`` of the ``k`` nearest stored rows of ``sample``, found exactly by brute
+        force."""
+        exact = BruteBackend(self.metric)
+        exact.build(self._reference)
+        return self._widen_to(sample, k, exact.query(sample, k)[1][:, -1:], target, 0.1, QUERY_EPSILON_MAX)
 
     def query(self, block: np.ndarray, k: int, width: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
         # pynndescent searches within (1 + epsilon) of the k-th distance found: widen epsilon.
@@ -219,7 +256,7 @@ class NNDescentBackend(Backend):
     ) -> tuple[np.ndarray, np.ndarray]:
         from pynndescent import NNDescent
 
-        nnd = NNDescent(data, n_neighbors=k + 1, metric=metric, random_state=random_state, **dict(options or {}))
+        nnd = NNDescent(data, n_neighbors=k + 1, metric=metric, random_state=random_state, **_nndescent_kwargs(options))
         ind, dist = nnd.neighbor_graph
         return ind, dist
 
@@ -282,23 +319,17 @@ class FaissBackend(Backend):
     def requery(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         return self.query(block, k, width=REQUERY_WIDTH)
 
+    width_option = "ef_search"
+
     def calibrate(self, sample: np.ndarray, k: int, target: float) -> float:
-        """Double ``ef_search`` from its default until the search finds ``target`` of the ``k`` nearest
-        rows of ``sample`` (at most :data:`EF_SEARCH_MAX`); an ``ef_search`` given by the user is kept
-        and only measured. A found row counts when it lies no farther than the true k-th (ties count)."""
+        """Double ``ef_search`` from its default 64 (at most :data:`EF_SEARCH_MAX`) until the search
+        finds ``target`` of the ``k`` nearest stored rows of ``sample``, found exactly in the index's
+        flat storage."""
         import faiss
 
         faiss.omp_set_num_threads(self._own_threads())
         score, _ = faiss.downcast_index(self._index.storage).search(self._prepare(sample), k)
-        kth = self._distances(score[:, -1:])
-        kth = kth + 1e-6 * np.abs(kth) + 1e-12  # the same distance found by the graph search may round apart
-        given = "ef_search" in self.options
-        while True:
-            recall = float((self.query(sample, k)[1] <= kth).mean())
-            ef = int(self.options.get("ef_search", 64))
-            if given or recall >= target or ef >= EF_SEARCH_MAX:
-                return recall
-            self.options["ef_search"] = 2 * ef
+        return self._widen_to(sample, k, self._distances(score[:, -1:]), target, 64, EF_SEARCH_MAX)
 
     def __getstate__(self) -> dict:
         # faiss indexes are C++ objects: ship their own serialisation, not a pickle of them.

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..io import as_array, from_numpy
 from ..runtime.compute import compute
+from .backends import CALIBRATION_ROWS
 from .neighbors import (
     BACKENDS,
     NeighborIndex,
@@ -30,8 +31,10 @@ from .neighbors import (
     query_row_bytes,
     record_dtype,
     resolve_search_options,
+    self_graph_recall,
     split_for_balance,
     split_records,
+    warn_short_recall,
 )
 
 
@@ -46,6 +49,11 @@ class KNNGraph:
     with, when the back end built one (``kdtree``, ``brute``, ``faiss``), so a
     method that also queries new rows against the same rows does not build it
     twice; ``None`` otherwise and after :meth:`from_zarr`.
+
+    ``recall`` is the estimated mean fraction of each row's true k nearest that
+    the graph holds, measured on sampled rows against a brute-force search (1.0
+    for the exact back ends; ``None`` when not measured: a partitioned graph,
+    one given by the user or read back with :meth:`from_zarr`).
     """
 
     def __init__(
@@ -60,6 +68,7 @@ class KNNGraph:
             raise ValueError(f"indices {indices.shape} and distances {distances.shape} must be equal n x k shapes.")
         self.indices, self.distances, self.metric, self.method = indices, distances, metric, method
         self.index = index
+        self.recall: float | None = None if index is None else getattr(index, "recall_", 1.0 if index.exact else None)
 
     @property
     def n_samples(self) -> int:
@@ -226,6 +235,10 @@ def knn_graph(
             ind, dist = requery_far_rows(Xd, index, ind, dist)
         return KNNGraph(ind, dist, metric, chosen, index)
     (data,) = compute(Xd)
-    found = backend.self_graph(np.ascontiguousarray(data), k, metric, random_state, options)
+    data = np.ascontiguousarray(data)
+    found = backend.self_graph(data, k, metric, random_state, options)
     ind_n, dist_n = drop_self(found[0].astype(np.int64), found[1].astype(np.float32), np.arange(n))
-    return KNNGraph(from_numpy(ind_n, Xd.chunks[0]), from_numpy(dist_n, Xd.chunks[0]), metric, chosen)
+    graph = KNNGraph(from_numpy(ind_n, Xd.chunks[0]), from_numpy(dist_n, Xd.chunks[0]), metric, chosen)
+    graph.recall = self_graph_recall(data, dist_n, metric, random_state)
+    warn_short_recall(chosen, graph.recall, k, f"on {min(n, CALIBRATION_ROWS)} sampled rows")
+    return graph

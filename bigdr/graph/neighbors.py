@@ -197,8 +197,10 @@ class NeighborIndex:
         for ``nndescent``; ``hnsw_m``, ``ef_construction`` and ``ef_search``
         for ``faiss`` (a wider ``ef_search`` raises recall at the cost of query
         time).
-    query_epsilon : float
-        Search breadth of NN-descent queries.
+    query_epsilon : float or None
+        Search breadth of NN-descent queries (pynndescent's ``epsilon``);
+        None: 0.1, which :meth:`calibrate` may widen. A number given here
+        (or in ``search_options``) is kept.
     queried : bool
         The index serves rows to be placed (a transform), not a graph of
         its own rows: ``auto`` then prefers faiss to brute force above
@@ -229,7 +231,7 @@ class NeighborIndex:
         method: str = "auto",
         random_state: int | None = None,
         search_options: dict | None = None,
-        query_epsilon: float = 0.1,
+        query_epsilon: float | None = None,
         queried: bool = False,
         nndescent_kwargs: dict | None = None,
     ) -> None:
@@ -253,7 +255,7 @@ class NeighborIndex:
         self._key_name = f"bigdr-neighbor-index-{uuid.uuid4().hex}"
         method = choose_method(n, dim, self.metric, self.queried) if self.method == "auto" else self.method
         given = resolve_search_options(self.search_options, self.nndescent_kwargs, "NeighborIndex")
-        options = {**given, "query_epsilon": self.query_epsilon}
+        options = {**given} if self.query_epsilon is None else {**given, "query_epsilon": self.query_epsilon}
         self._backend = BACKENDS[method](self.metric, self.random_state, options)
         self._backend.build(ref)
         self.method_ = method
@@ -307,7 +309,7 @@ class NeighborIndex:
         chose then serves every query. A search width given in ``search_options`` is kept and only
         measured. Warns when the widest search falls short of ``target``.
         """
-        given = "ef_search" in self._backend.options
+        given = self._backend.width_option in self._backend.options
         recall = self.recall_ = self._backend.calibrate(np.asarray(sample), int(k), float(target))
         if not given:
             warn_short_recall(self.method_, recall, int(k), f"on {len(sample)} sampled rows", target)
@@ -355,6 +357,18 @@ def warn_short_recall(method: str, recall: float, k: int, where: str, target: fl
 def calibration_rows(n: int, random_state: int | None) -> np.ndarray:
     """Sorted positions of :data:`~bigdr.graph.backends.CALIBRATION_ROWS` of ``n`` rows (all when fewer)."""
     return np.sort(np.random.default_rng(random_state).choice(n, min(n, CALIBRATION_ROWS), replace=False))
+
+
+def self_graph_recall(data: np.ndarray, dist: np.ndarray, metric: str, random_state: int | None) -> float:
+    """Mean recall of a graph of ``data`` found by an approximate search (``dist``: each row's distances
+    to its k nearest other rows, ascending), on :func:`calibration_rows` of its rows, against their
+    k-th nearest other row found by brute force (a found row counts when no farther; ties count)."""
+    rows = calibration_rows(len(data), random_state)
+    k = dist.shape[1]
+    exact = BACKENDS["brute"](metric)
+    exact.build(data)
+    kth = exact.query(data[rows], k + 1)[1][:, -1:]  # the row itself (or a duplicate) at distance 0 comes first
+    return float((dist[rows] <= kth + 1e-6 * np.abs(kth) + 1e-12).mean())
 
 
 def calibration_sample(Xd: da.Array, random_state: int | None) -> np.ndarray:

@@ -275,7 +275,8 @@ def partitioned_graph(
     n_cells = len(centroids)
     cells = _Cells(Xd, homes.to_delayed().ravel(), counts, k, metric, method, seed, dict(options or {}))
     best = cells.home_round()  # every row searched in its own cell; the cells' indexes kept
-    if "ef_search" not in (options or {}):  # each cell's search calibrated, as an all-rows graph's
+    widths = {b.width_option for b in BACKENDS.values()}
+    if not widths & set(options or {}):  # each cell's search calibrated, as an all-rows graph's
         (recalls,) = compute([dask.delayed(_recall)(cell) for cell in cells.indexes.values()])
         worst = int(np.argmin(recalls))
         where = f"in the worst of {n_cells} cells, on its sampled rows"
