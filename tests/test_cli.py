@@ -70,7 +70,10 @@ def test_random_state_goes_only_to_methods_that_draw(spiked_store, tmp_path, cap
 def test_info_on_store_and_model(spiked_store, tmp_path, capsys):
     assert main(["info", str(spiked_store)]) == 0
     text = capsys.readouterr().out
-    assert "X: shape (30000, 20)" in text and "spiked" in text
+    assert "X: shape (30000, 20)" in text and "spiked" in text and "compressors zstd" in text
+    bigdr.write_zarr(np.ones((10, 3), np.float32), tmp_path / "raw.zarr", compressors=None)
+    assert main(["info", str(tmp_path / "raw.zarr")]) == 0
+    assert "chunks (10, 3), compressors none (raw bytes)" in capsys.readouterr().out
     main(["fit-transform", str(spiked_store), str(tmp_path / "e.zarr"), "--save-model", str(tmp_path / "m")])
     capsys.readouterr()
     assert main(["info", str(tmp_path / "m")]) == 0

@@ -23,6 +23,12 @@ def _describe_array(name: str, a) -> str:
     return f"{name}: shape {tuple(a.shape)}, dtype {a.dtype}, chunks {tuple(a.chunks) if a.chunks else None}"
 
 
+def _describe_zarr_array(name: str, a) -> str:
+    """:func:`_describe_array` and the compressors: each pass over a compressed store decodes it again."""
+    names = [type(c).__name__.removesuffix("Codec").lower() for c in getattr(a, "compressors", ()) or ()]
+    return f"{_describe_array(name, a)}, compressors {', '.join(names) or 'none (raw bytes)'}"
+
+
 def cmd_info(args) -> int:
     path = args.path
     lower = path.lower()
@@ -80,11 +86,11 @@ def cmd_info(args) -> int:
     fmt = node.metadata.zarr_format
     if isinstance(node, zarr.Array):
         print(f"{path}: zarr v{fmt} array")
-        print("  " + _describe_array("array", node))
+        print("  " + _describe_zarr_array("array", node))
     else:
         print(f"{path}: zarr v{fmt} group")
         for name in sorted(node.array_keys()):
-            print("  " + _describe_array(name, node[name]))
+            print("  " + _describe_zarr_array(name, node[name]))
     if attrs:
         print(f"  attributes: {json.dumps(attrs, default=str)}")
     return 0

@@ -27,14 +27,14 @@ from .backends import (
     BACKENDS,
     CALIBRATION_ROWS,
     FAISS_METRICS,
+    KDTREE_MAX_DIM,
     RECALL_TARGET,
     SEARCH_METHODS,
+    exact_kth,
     faiss_available,
     nndescent_metrics,
 )
 
-#: cKDTree beats NN-descent up to about this many dimensions (measured).
-KDTREE_MAX_DIM = 15
 #: Below this many reference rows, brute force is cheap in any dimension.
 BRUTE_MAX_REFERENCE = 20_000
 #: Reference rows above which an index queried by rows to be placed (``queried=True``) prefers
@@ -364,10 +364,7 @@ def self_graph_recall(data: np.ndarray, dist: np.ndarray, metric: str, random_st
     to its k nearest other rows, ascending), on :func:`calibration_rows` of its rows, against their
     k-th nearest other row found by brute force (a found row counts when no farther; ties count)."""
     rows = calibration_rows(len(data), random_state)
-    k = dist.shape[1]
-    exact = BACKENDS["brute"](metric)
-    exact.build(data)
-    kth = exact.query(data[rows], k + 1)[1][:, -1:]  # the row itself (or a duplicate) at distance 0 comes first
+    kth = exact_kth(data, data[rows], dist.shape[1] + 1, metric)  # the row itself (or a duplicate) comes first
     return float((dist[rows] <= kth + 1e-6 * np.abs(kth) + 1e-12).mean())
 
 
