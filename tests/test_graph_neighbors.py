@@ -365,3 +365,20 @@ def test_nndescent_index_widens_its_query_epsilon_to_the_recall_target():
     assert index._backend.options["query_epsilon"] > 0.1 and reached >= backends.RECALL_TARGET > low
     true = exact_neighbors(X, sample, 11)[0]
     assert recall(index.query_block(sample, 11)[0], true) >= backends.RECALL_TARGET - 0.005
+
+
+def test_estimators_report_their_graph_recall(manifold_50d, tmp_path):
+    """``graph_recall_``: the fitted graph's own estimate (faiss's calibration here, 1.0 for a k-d tree), kept
+    through a save and a load; None for a radius graph."""
+    pytest.importorskip("faiss")
+    import bigdr
+
+    X = manifold_50d[:800]
+    for cls in (bigdr.DiffusionMap, bigdr.SpectralEmbedding, bigdr.Isomap, bigdr.LocallyLinearEmbedding):
+        model = cls(n_components=2, n_neighbors=10, neighbor_method="faiss").fit(X)
+        assert 0.99 <= model.graph_recall_ <= 1.0, cls.__name__
+        model.save(tmp_path / cls.__name__)
+        assert bigdr.load(tmp_path / cls.__name__).graph_recall_ == model.graph_recall_
+        exact = cls(n_components=2, n_neighbors=10, neighbor_method="kdtree").fit(X[:, :10])
+        assert exact.graph_recall_ == 1.0
+    assert bigdr.Isomap(n_components=2, n_neighbors=None, radius=3.0).fit(X).graph_recall_ is None

@@ -169,6 +169,7 @@ class Isomap(SklearnSearch, ExtensionEstimator):
 
     Attributes
     ----------
+    graph_recall_ : float or None, the fitted graph's :attr:`bigdr.KNNGraph.recall` (None for a radius graph)
     mode_ : {"exact", "landmark", "sampled"}
     intrinsic_dimension_ : float
         Levina-Bickel estimate of the manifold's dimension from the graph's neighbour distances (nan for a radius
@@ -258,7 +259,6 @@ class Isomap(SklearnSearch, ExtensionEstimator):
         self.check_sample = check_sample
         self.graph_sample = graph_sample
 
-    # -- parameters --------------------------------------------------------------
     def _check_params(self) -> None:
         check_int(self.n_components, "n_components")
         if (self.n_neighbors is None) == (self.radius is None):
@@ -323,7 +323,6 @@ class Isomap(SklearnSearch, ExtensionEstimator):
             )
         return int(lm)
 
-    # -- fitting -------------------------------------------------------------------
     def _fit(self, X: Any) -> da.Array:
         self._check_params()
         for stale in ("graph_indices_", "graph_distances_", "embedding_", "_graph_index"):
@@ -453,13 +452,14 @@ class Isomap(SklearnSearch, ExtensionEstimator):
     def _graph(self, ref: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray | None]:
         """The graph on ``ref`` and, for a kNN graph, its neighbour distances."""
         if self.radius is not None:
+            self.graph_recall_ = None
             return radius_graph(ref, self.radius, self._metric()), None
         k = check_int(self.n_neighbors, "n_neighbors")
         check_graph_size(k, len(ref), "rows of the graph")
         graph = knn_graph(ref, k, metric=self._metric(), method=self._search(), random_state=self.seed_)
         ind, dist = compute(graph.indices, graph.distances)
         self.graph_indices_, self.graph_distances_ = ind, dist  # the state partial_fit updates
-        self._graph_index = graph.index  # attaches rows to ref when the back end built one
+        self._graph_index, self.graph_recall_ = graph.index, graph.recall  # the index attaches rows to ref
         return csr_from_lists(ind, dist, "union", "distance"), dist
 
     def _choose_landmarks(
@@ -496,7 +496,6 @@ class Isomap(SklearnSearch, ExtensionEstimator):
             return n_ref if mode == "sampled" else max(GRAPH_ALL_MAX, n_ref)
         return int(gs)
 
-    # -- updates -------------------------------------------------------------------
     def partial_fit(self, X: Any, y: Any = None) -> Isomap:
         """Learn from new rows without refitting (an unfitted model is fitted on them).
 
@@ -567,7 +566,6 @@ class Isomap(SklearnSearch, ExtensionEstimator):
     def _drift_rule(self) -> tuple[float, str]:
         return self.drift_threshold_, "nearest-reference distance"
 
-    # -- new rows ----------------------------------------------------------------
     def _make_extension(self) -> GeodesicExtension:
         """A loaded model: rebuild the index from the stored reference rows."""
         tri = Triangulation(self.triangulation_, self.landmark_sq_mean_, None)

@@ -123,9 +123,9 @@ class _SpectralBase(ExtensionEstimator):
         return parts
 
     def _knn(self, ref: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        ind, dist = knn_graph(
-            ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_
-        ).compute()
+        graph = knn_graph(ref, k, metric=self.metric, method=self.neighbor_method, random_state=self.seed_)
+        self.graph_recall_ = graph.recall
+        ind, dist = graph.compute()
         return ind, dist.astype(np.float64)
 
     def _reference(self, X: Any, Xd: da.Array, size: int | None = None) -> tuple[np.ndarray, str]:

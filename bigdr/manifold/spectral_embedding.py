@@ -89,6 +89,11 @@ class SpectralEmbedding(_SpectralBase):
 
     Attributes
     ----------
+    graph_recall_ : float or None
+        Estimated mean fraction of each graph row's true k nearest that the
+        fitted kNN graph holds (:attr:`bigdr.KNNGraph.recall`): 1.0 from an
+        exact search, measured on 500 sampled rows from an approximate one,
+        None for a radius or partitioned graph.
     eigenvalues_ : (n_components,) the Laplacian's eigenvalues, ascending (trivial 0 dropped)
     affinity_matrix_ : ndarray or sparse matrix
         The affinity of the graph rows: scikit-learn's dense or sparse matrix

@@ -217,6 +217,7 @@ def fit_partitioned(est: Any, X: Any) -> tuple[dict[str, Any], da.Array]:
     fitted["all_rows_epsilon_"], fitted["lobpcg_residual_"] = eps, eig.residual
     fitted["lobpcg_iterations_"] = eig.n_iter
     fitted["n_unit_eigenvalues_"] = n_unit
+    fitted["graph_recall_"] = None  # the cells' estimates only warn (knn_graph)
     fitted["intrinsic_dimension_"] = intrinsic_dimension(sample)
     # A landmark's coordinates in the landmark model need no extension: the map is fitted on the landmarks.
     design = np.column_stack([start.eigenvectors_ * start.scale_, np.ones(len(landmarks))])
