@@ -241,7 +241,11 @@ class NNDescentBackend(Backend):
         kw.setdefault("n_neighbors", 30)
         self._nnd = NNDescent(reference, metric=self.metric, random_state=self.random_state, **kw)
         self._nnd.prepare()
-        self._reference = reference  # the same array the index holds: the calibration's exact search
+        self._reference = reference  # the calibration's exact search, in this process only
+
+    def __getstate__(self) -> dict:
+        # pynndescent's index ships its own copy of the rows; the calibration runs where the index is built.
+        return {k: v for k, v in self.__dict__.items() if k != "_reference"}
 
     width_option = "query_epsilon"
 

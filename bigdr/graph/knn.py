@@ -51,7 +51,7 @@ class KNNGraph:
     twice; ``None`` otherwise and after :meth:`from_zarr`.
 
     ``recall`` is the estimated mean fraction of each row's true k nearest that
-    the graph holds, measured on sampled rows against a brute-force search (1.0
+    the graph holds, measured on sampled rows against an exact search (1.0
     for the exact back ends; ``None`` when not measured: a partitioned graph,
     one given by the user or read back with :meth:`from_zarr`).
     """
