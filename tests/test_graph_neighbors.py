@@ -347,6 +347,11 @@ def test_a_weak_nndescent_graph_warns_with_the_recall_it_measured():
         g = knn_graph(X, 10, method="nndescent", search_options=weak, random_state=0)
     found = recall(g.compute()[0], true)
     assert found < 0.95 and abs(g.recall - found) < 0.03
+    # the warning's remedy: a denser graph, of which the k nearest are kept
+    dense = knn_graph(X, 10, method="nndescent", search_options={**weak, "n_neighbors": 60}, random_state=0)
+    ind, dist = dense.compute()
+    assert ind.shape == (len(X), 10) and (np.diff(dist, axis=1) >= -1e-6).all()
+    assert recall(ind, true) > found and abs(dense.recall - recall(ind, true)) < 0.03
 
 
 def test_nndescent_index_widens_its_query_epsilon_to_the_recall_target():

@@ -271,9 +271,10 @@ class NNDescentBackend(Backend):
     ) -> tuple[np.ndarray, np.ndarray]:
         from pynndescent import NNDescent
 
-        nnd = NNDescent(data, n_neighbors=k + 1, metric=metric, random_state=random_state, **_nndescent_kwargs(options))
-        ind, dist = nnd.neighbor_graph
-        return ind, dist
+        kw = _nndescent_kwargs(options)
+        kw["n_neighbors"] = max(k + 1, int(kw.get("n_neighbors", 0)))  # a denser graph: its k + 1 nearest kept
+        ind, dist = NNDescent(data, metric=metric, random_state=random_state, **kw).neighbor_graph
+        return ind[:, : k + 1], dist[:, : k + 1]
 
 
 class FaissBackend(Backend):

@@ -342,13 +342,22 @@ class NeighborIndex:
         return blockwise_query(Xd, self, k, exclude_self=False)
 
 
+#: What raises an approximate search's recall once its search width is at its widest: a denser index.
+_DENSER = {
+    "faiss": "search_options={'hnsw_m': 32, 'ef_construction': 128} (a denser index)",
+    "nndescent": "search_options={'n_neighbors': 60} (a denser graph), or method='faiss'",
+}
+
+
 def warn_short_recall(method: str, recall: float, k: int, where: str, target: float = RECALL_TARGET) -> None:
-    """Warn when a calibrated search still finds less than ``target`` of the ``k`` nearest (``where``: of what)."""
+    """Warn when a calibrated search still finds less than ``target`` of the ``k`` nearest (``where``: of what),
+    naming what raises it: a denser index of the same method, or the exact search."""
     if recall < target:
+        denser = f"{_DENSER[method]}, or " if method in _DENSER else ""
         warnings.warn(
             f"The {method} neighbour search finds an estimated {recall:.4f} of each row's {k} nearest "
-            f"({where}) at its widest setting, below {target}; method='brute' "
-            f"(neighbor_method='brute' on an estimator) finds them exactly.",
+            f"({where}) at its widest setting, below {target}; {denser}method='brute' "
+            f"(neighbor_method='brute' on an estimator) finds them exactly, at n x n distances.",
             UserWarning,
             stacklevel=4,
         )
