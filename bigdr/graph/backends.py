@@ -119,14 +119,13 @@ class Backend:
         return 1.0
 
     def _widen_to(self, sample: np.ndarray, k: int, kth: np.ndarray, target: float, start: float, most: float) -> float:
-        """Double :attr:`width_option` from ``start`` until a row's ``k`` found lie within its true k-th
-        distance ``kth`` for ``target`` of them (at most ``most``); the recall reached. A found row
-        counts when it lies no farther than the true k-th (ties count)."""
-        kth = kth + 1e-6 * np.abs(kth) + 1e-12  # the same distance found by two searches may round apart
+        """Double :attr:`width_option` from ``start`` until the ``k`` found for ``sample``'s rows reach
+        ``target`` of :func:`recall_within` their true k-th distances ``kth`` (at most ``most``); the
+        recall reached."""
         name = str(self.width_option)
         given = name in self.options
         while True:
-            recall = float((self.query(sample, k)[1] <= kth).mean())
+            recall = recall_within(self.query(sample, k)[1], kth)
             width = self.options.get(name, start)
             if given or recall >= target or width >= most:
                 return recall
@@ -211,6 +210,12 @@ class BruteBackend(Backend):
         exact = paired_distances(q, ref, cand, self.metric)
         order = np.argsort(exact, axis=1, kind="stable")
         return np.take_along_axis(cand, order, axis=1), np.take_along_axis(exact, order, axis=1)
+
+
+def recall_within(found: np.ndarray, kth: np.ndarray) -> float:
+    """The fraction of ``found`` distances (rows of k) no farther than each row's true k-th, ``kth`` (a
+    column): the recall of the k nearest, ties counted."""
+    return float((found <= kth + 1e-6 * np.abs(kth) + 1e-12).mean())  # two searches may round apart
 
 
 def exact_kth(reference: np.ndarray, queries: np.ndarray, k: int, metric: str) -> np.ndarray:

@@ -33,6 +33,7 @@ from .backends import (
     exact_kth,
     faiss_available,
     nndescent_metrics,
+    recall_within,
 )
 
 #: Below this many reference rows, brute force is cheap in any dimension.
@@ -370,11 +371,11 @@ def calibration_rows(n: int, random_state: int | None) -> np.ndarray:
 
 def self_graph_recall(data: np.ndarray, dist: np.ndarray, metric: str, random_state: int | None) -> float:
     """Mean recall of a graph of ``data`` found by an approximate search (``dist``: each row's distances
-    to its k nearest other rows, ascending), on :func:`calibration_rows` of its rows, against their
-    k-th nearest other row found by brute force (a found row counts when no farther; ties count)."""
+    to its k nearest other rows, ascending), on :func:`calibration_rows` of its rows: :func:`recall_within`
+    their k-th nearest other row, found exactly (:func:`exact_kth`)."""
     rows = calibration_rows(len(data), random_state)
     kth = exact_kth(data, data[rows], dist.shape[1] + 1, metric)  # the row itself (or a duplicate) comes first
-    return float((dist[rows] <= kth + 1e-6 * np.abs(kth) + 1e-12).mean())
+    return recall_within(dist[rows], kth)
 
 
 def calibration_sample(Xd: da.Array, random_state: int | None) -> np.ndarray:

@@ -93,11 +93,7 @@ class DiffusionMap(_SpectralBase):
 
     Attributes
     ----------
-    graph_recall_ : float or None
-        Estimated mean fraction of each graph row's true k nearest that the
-        fitted kNN graph holds (:attr:`bigdr.KNNGraph.recall`): 1.0 from an
-        exact search, measured on 500 sampled rows from an approximate one,
-        None for a radius or partitioned graph.
+    graph_recall_ : float or None, the fitted graph's :attr:`bigdr.KNNGraph.recall` (None with ``partitions``)
     eigenvalues_ : (n_components,) eigenvalues ``lambda_k`` of M, descending (``<= 1``)
     eigenvectors_ : (n_ref, n_components) ``phi_k`` on the reference rows
     reference_embedding_ : (n_ref, n_components) the reference rows' fitted coordinates (before

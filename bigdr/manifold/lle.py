@@ -182,11 +182,7 @@ class LocallyLinearEmbedding(SklearnSearch, ExtensionEstimator):
 
     Attributes
     ----------
-    graph_recall_ : float or None
-        Estimated mean fraction of each graph row's true k nearest that the
-        fitted kNN graph holds (:attr:`bigdr.KNNGraph.recall`): 1.0 from an
-        exact search, measured on 500 sampled rows from an approximate one,
-        None for a radius or partitioned graph.
+    graph_recall_ : float or None, the fitted graph's :attr:`bigdr.KNNGraph.recall` (None in landmark mode)
     embedding_ : (n, d), when ``X`` is in memory
     eigenvalues_ : (d,) the cost matrix's eigenvalues kept (trivial 0 dropped), ascending
     reconstruction_error_ : float, their sum (scikit-learn's attribute)
@@ -322,6 +318,7 @@ class LocallyLinearEmbedding(SklearnSearch, ExtensionEstimator):
         self._ext = None
         self.__dict__.pop("_frame", None)
         self._reset_drift()
+        self.graph_recall_: float | None = None  # landmark mode builds no graph: rows query the landmarks
         if mode == "all-rows":
             rows = self._fit_all_rows(Xd)
             if wants_numpy(X):

@@ -89,11 +89,8 @@ class SpectralEmbedding(_SpectralBase):
 
     Attributes
     ----------
-    graph_recall_ : float or None
-        Estimated mean fraction of each graph row's true k nearest that the
-        fitted kNN graph holds (:attr:`bigdr.KNNGraph.recall`): 1.0 from an
-        exact search, measured on 500 sampled rows from an approximate one,
-        None for a radius or partitioned graph.
+    graph_recall_ : float or None, the fitted graph's :attr:`bigdr.KNNGraph.recall` (None with ``partitions``
+        or a whole affinity)
     eigenvalues_ : (n_components,) the Laplacian's eigenvalues, ascending (trivial 0 dropped)
     affinity_matrix_ : ndarray or sparse matrix
         The affinity of the graph rows: scikit-learn's dense or sparse matrix
@@ -174,6 +171,7 @@ class SpectralEmbedding(_SpectralBase):
         for name in ("reference_rows_", "graph_indices_", "graph_distances_", "affinity_data_"):
             self.__dict__.pop(name, None)  # from an earlier fit with a kNN affinity
         self.__dict__["affinity_matrix_"] = W  # scikit-learn's attribute, kept as given
+        self.graph_recall_ = None  # no neighbour search of bigdr's
         graph = laplacian_graph(W)
         self.n_neighbors_, self.alpha_, self.kernel_, self.operator_ = k, 0.0, "given", self._kind
         self.intrinsic_dimension_ = float("nan")
