@@ -26,9 +26,9 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 
 from .blockwise.extension import Extension, extend_blockwise, score_blockwise
 from .core.drift import drift_report, with_history
-from .exceptions import NotFittedError
+from .exceptions import GeneSelectionWarning, NotFittedError
 from .io import as_array, as_sparse_array, is_sparse_input
-from .io.anndata import is_anndata_object
+from .io.anndata import is_anndata_object, unused_highly_variable, var_names_of
 from .io.model import write_model
 from .runtime.compute import compute
 from .runtime.memory import MemoryEstimate, Part, check_memory, streaming
@@ -154,6 +154,31 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         Default: ``uns[key] = {"params": ...}``, as scanpy records a tool's parameters.
         """
         return Y, {f"uns/{key}": {"params": self._anndata_params()}}
+
+    def _note_genes(self, X: Any, Xd: da.Array, first: bool = True) -> None:
+        """scikit-learn's ``feature_names_in_`` for data read from AnnData: its genes, so that loadings
+        written into a store land on their genes (:func:`bigdr.io.write_obsm`). ``first``: a new fit
+        (a later ``partial_fit`` batch keeps the names of the first).
+
+        Warns (:class:`~bigdr.exceptions.GeneSelectionWarning`) when every gene of an AnnData input
+        that flags highly variable ones is used, where scanpy's ``sc.pp.pca`` takes only those.
+        """
+        if not first:
+            return
+        names = var_names_of(Xd)
+        self.__dict__.pop("feature_names_in_", None)
+        if names is not None and len(names) == Xd.shape[1]:
+            self.feature_names_in_ = names
+        unused = unused_highly_variable(X, Xd)
+        if unused is not None:
+            warnings.warn(
+                f"{type(self).__name__} uses all {unused[1]:,} genes, but var['highly_variable'] flags "
+                f"{unused[0]:,} of them, the genes scanpy's sc.pp.pca would use by default. To match scanpy, "
+                f"fit adata[:, adata.var['highly_variable']] (a backed file is read for those genes only; "
+                f"command line: the default, or --mask-var highly_variable).",
+                GeneSelectionWarning,
+                stacklevel=3,
+            )
 
     def _anndata_params(self) -> dict[str, Any]:
         """The parameters as anndata can write them (None and objects left out)."""

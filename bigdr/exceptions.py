@@ -62,3 +62,7 @@ class SparseGraphWarning(BigdrWarning):
 
 class RankSelectionWarning(BigdrWarning):
     """The assumptions of the rule that chose the number of components do not hold for these data."""
+
+
+class GeneSelectionWarning(BigdrWarning):
+    """An AnnData input flags highly variable genes (scanpy's ``var["highly_variable"]``) and every gene is used."""

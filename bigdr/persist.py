@@ -15,8 +15,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .base import BigdrEstimator
-from .io.model import read_model, write_model
+from .io.model import STRINGS, read_model, write_model
 from .registry import saved_class
 
 
@@ -64,5 +66,7 @@ def load(path: str | os.PathLike, *, key: str | bytes | None = None) -> Any:
     for name, value in arrays.items():
         setattr(model, name, value)
     for name, value in meta.get("scalars", {}).items():
+        if isinstance(value, dict) and list(value) == [STRINGS]:
+            value = np.asarray(value[STRINGS], dtype=object)
         setattr(model, name, value)
     return model

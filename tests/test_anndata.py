@@ -1,5 +1,6 @@
 """AnnData stores read lazily (.h5ad and zarr, dense and CSR) and obsm written back, with the real anndata."""
 
+import warnings
 from pathlib import Path
 
 import dask.array as da
@@ -241,3 +242,126 @@ def test_scanpy_lazy_normalisation_feeds_pca_as_documented(tmp_path):
     sc.pp.normalize_total(ref, target_sum=1e4)
     sc.pp.log1p(ref)
     np.testing.assert_allclose(lazy.explained_variance_, bigdr.PCA(10).fit(ref.X).explained_variance_, rtol=1e-5)
+
+
+def test_a_view_of_a_backed_file_reads_only_its_cells_and_genes(tmp_path):
+    """``adata[cells, genes]`` of a backed file is read from the file, restricted block by block, as the
+    same subset in memory would be: sparse X (PCA's implicit centring) and a dense layer (dense rows)."""
+    anndata = pytest.importorskip("anndata")
+    X = sp.random(3_000, 120, density=0.08, format="csr", random_state=1, dtype=np.float64)
+    X.data = np.log1p(100 * X.data)
+    dense = X.toarray()
+    adata = anndata.AnnData(X=X, layers={"dense": dense})
+    adata.var["highly_variable"] = np.arange(120) % 3 == 0
+    path = tmp_path / "cells.h5ad"
+    adata.write_h5ad(path)
+    backed = anndata.read_h5ad(path, backed="r")
+    genes = backed.var["highly_variable"].to_numpy()
+    cells = np.zeros(3_000, dtype=bool)
+    cells[[5, 17, 600, *range(1_000, 2_500)]] = True
+    for rows, cols in ((slice(None), genes), (cells, slice(None)), (cells, genes)):
+        view = backed[rows, cols]
+        assert view.is_view and view.isbacked
+        ref = bigdr.PCA(4).fit_transform(X[rows][:, cols])
+        Y = bigdr.PCA(4).fit_transform(view)
+        assert isinstance(Y, da.Array) and Y.shape == ref.shape
+        np.testing.assert_allclose(np.abs(Y.compute()), np.abs(ref), atol=1e-9)
+        on_layer = bigdr.as_array(view, dataset="layers/dense").compute()
+        np.testing.assert_array_equal(on_layer, dense[rows][:, cols])
+    with pytest.raises(ValueError, match="out of the file's order"):
+        bigdr.PCA(2).fit(backed[[40, 3, 7, 900]])
+    backed.file.close()
+
+
+@pytest.fixture
+def flagged(tmp_path):
+    """Log-counts whose var flags highly variable genes (scanpy's highly_variable_genes), as h5ad and zarr."""
+    rng = np.random.default_rng(3)
+    X = sp.random(1_500, 90, density=0.1, format="csr", random_state=3, dtype=np.float64)
+    X.data = np.log1p(50 * X.data)
+    X = sp.csr_matrix(X + sp.csr_matrix(np.outer(rng.random(1_500) < 0.4, rng.random(90) < 0.3) * 2.0))
+    adata = anndata.AnnData(X=X)
+    adata.var_names = [f"gene{i}" for i in range(90)]
+    adata.var["highly_variable"] = rng.random(90) < 0.4
+    adata.write_h5ad(tmp_path / "cells.h5ad")
+    adata.write_zarr(tmp_path / "cells.zarr")
+    return str(tmp_path / "cells.h5ad"), str(tmp_path / "cells.zarr"), adata
+
+
+def _angle(A, B):
+    from scipy.linalg import subspace_angles
+
+    return float(subspace_angles(np.asarray(A), np.asarray(B)).max())
+
+
+def test_loadings_land_on_their_genes_as_scanpy_writes_them(flagged):
+    """A PCA of the highly variable genes (a view of the backed file) is written as scanpy's default
+    sc.pp.pca writes it: varm["PCs"] a row per gene, zeros outside the mask, mask_var in the params."""
+    from bigdr.exceptions import GeneSelectionWarning
+
+    sc = pytest.importorskip("scanpy")
+    h5ad, _, adata = flagged
+    hvg = adata.var["highly_variable"].to_numpy()
+    flags = f"uses all 90 genes, but var\\['highly_variable'\\] flags {hvg.sum()}"
+    with pytest.warns(GeneSelectionWarning, match=flags):
+        whole = bigdr.PCA(4).fit(h5ad)  # the path: every gene, with scanpy's default named
+    np.testing.assert_array_equal(whole.feature_names_in_, adata.var_names)
+    backed = anndata.read_h5ad(h5ad, backed="r")
+    pca = bigdr.PCA(4).fit(backed[:, hvg])  # a view: its genes only, and no warning
+    Y = pca.transform(backed[:, hvg])
+    assert list(pca.feature_names_in_) == list(adata.var_names[hvg])
+    backed.file.close()
+    bigdr.write_obsm(Y, h5ad, "X_pca", model=pca)
+    written = anndata.read_h5ad(h5ad)
+    ref = adata.copy()
+    sc.pp.pca(ref, n_comps=4)  # scanpy's default: the highly variable genes
+    assert written.varm["PCs"].shape == (90, 4) and not written.varm["PCs"][~hvg].any()
+    assert _angle(written.varm["PCs"], ref.varm["PCs"]) <= 1e-8
+    np.testing.assert_allclose(written.uns["pca"]["variance"], ref.uns["pca"]["variance"], rtol=1e-6)
+    params = written.uns["pca"]["params"]
+    assert params["mask_var"] == "highly_variable" and params["use_highly_variable"]
+    sc.pp.neighbors(written, use_rep="X_pca")  # scanpy's next step on what bigdr wrote
+    # Another subset is named by its mask; loadings without gene names and of another width are refused.
+    some = np.arange(90) < 30
+    bigdr.write_obsm(bigdr.PCA(3).fit(adata[:, some]).transform(adata[:, some].X), h5ad, "X_pca30",
+                     model=bigdr.PCA(3).fit(adata[:, some]))  # fmt: skip
+    back = anndata.read_h5ad(h5ad)
+    np.testing.assert_array_equal(back.uns["X_pca30"]["params"]["mask_var"], some)
+    assert back.varm["X_pca30"].shape == (90, 3) and not back.varm["X_pca30"][30:].any()
+    unnamed = bigdr.PCA(3).fit(adata.X[:, :30])
+    with pytest.raises(ValueError, match="cannot tell which genes they are"):
+        bigdr.write_obsm(unnamed.transform(adata.X[:, :30]), h5ad, "X_bad", model=unnamed)
+    assert "X_bad" not in anndata.read_h5ad(h5ad).obsm
+
+
+def test_command_line_takes_scanpys_mask_var(flagged, tmp_path, capsys):
+    """fit-transform uses var['highly_variable'] by default (sc.pp.pca's rule), --mask-var none every gene;
+    a saved model transforms new files by its genes' names; --mask-var on a plain store is refused."""
+    import zarr
+
+    sc = pytest.importorskip("scanpy")
+    _, store, adata = flagged
+    hvg = adata.var["highly_variable"].to_numpy()
+    model = tmp_path / "model.zarr"
+    assert main(["fit-transform", store, "--obsm", "X_pca", "-k", "4", "--save-model", str(model)]) == 0
+    assert f"on 1500 x {hvg.sum()}" in capsys.readouterr().out
+    ref = adata.copy()
+    sc.pp.pca(ref, n_comps=4)
+    written = anndata.read_zarr(store)
+    assert _angle(written.varm["PCs"], ref.varm["PCs"]) <= 1e-8
+    saved = bigdr.load(model)
+    assert saved.feature_names_in_.dtype == object and list(saved.feature_names_in_) == list(adata.var_names[hvg])
+    shuffled = adata[:, ::-1].copy()  # the same genes in another order: taken by name
+    shuffled.write_h5ad(tmp_path / "new.h5ad")
+    assert main(["transform", str(model), str(tmp_path / "new.h5ad"), str(tmp_path / "new.zarr")]) == 0
+    np.testing.assert_allclose(zarr.open(str(tmp_path / "new.zarr"), mode="r")[:], written.obsm["X_pca"], atol=1e-10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 'none' asked for every gene: no warning about it
+        assert main(["fit-transform", store, str(tmp_path / "all.zarr"), "-k", "4", "--mask-var", "none"]) == 0
+    assert "on 1500 x 90" in capsys.readouterr().out
+    assert main(["fit-transform", store, str(tmp_path / "m.zarr"), "--mask-var", "chosen"]) == 2
+    assert "no var['chosen']" in capsys.readouterr().err and not (tmp_path / "m.zarr").exists()
+    plain = tmp_path / "plain.zarr"
+    bigdr.write_zarr(adata.X.toarray(), str(plain))
+    assert main(["fit-transform", str(plain), str(tmp_path / "p.zarr"), "--mask-var", "highly_variable"]) == 2
+    assert "not one" in capsys.readouterr().err

@@ -316,6 +316,13 @@ def _add_fit_transform(sub: Any, argv: Sequence[str]) -> None:
         help="array inside a zarr group or HDF5 file; of an AnnData file: X (default), layers/NAME or obsm/NAME",
     )
     _layer(f)
+    f.add_argument(
+        "--mask-var",
+        default=None,
+        metavar="NAME",
+        help="AnnData input: use only the genes where the boolean var[NAME] is true (scanpy's mask_var); 'none': "
+        "all genes. Default, as scanpy's pca: var['highly_variable'] when present, for pca and truncated-svd",
+    )
     f.add_argument("--save-model", default=None, metavar="PATH", help="also save the fitted model here")
     f.add_argument(
         "--model-key-file",

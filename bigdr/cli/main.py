@@ -87,6 +87,7 @@ def _fit_transform(
     resume=False,
     dry_run=False,
     obsm=None,
+    mask_var=None,
     **options,
 ):
     """Fit a method on a store and write the embedding; shared by ``fit-transform`` and ``demo``.
@@ -132,7 +133,9 @@ def _fit_transform(
                 inputs=inputs,
                 others=others,
             )
-    X = model.read_input(input_path, dataset)
+    from ..io.anndata import model_genes
+
+    X = model_genes(model, model.read_input(input_path, dataset), input_path, dataset, mask_var)
     if dry_run:
         from ..runtime.memory import format_bytes, memory_limit
 
@@ -146,8 +149,15 @@ def _fit_transform(
         checked += [str(p) for p in outputs.values() if p]
         print(f"  outputs checked: {', '.join(checked)}; nothing was written")
         return model, X.shape, 0.0, 0.0
+    import warnings
+
+    from ..exceptions import GeneSelectionWarning
+
     t0 = time.perf_counter()
-    Y = model.fit_transform(X)
+    with warnings.catch_warnings():
+        if mask_var == "none":  # every gene, as asked
+            warnings.simplefilter("ignore", GeneSelectionWarning)
+        Y = model.fit_transform(X)
     t_fit = time.perf_counter() - t0
     attrs = {
         "method": method,
@@ -225,6 +235,7 @@ def _cmd_fit_transform(args) -> int:
         resume=args.resume,
         dry_run=args.dry_run,
         obsm=args.obsm,
+        mask_var=args.mask_var,
         **options,
     )
     if args.dry_run:
@@ -279,7 +290,9 @@ def _cmd_transform(args) -> int:
         check_growable(args.output, inputs)
     else:
         check_output(args.output, "store", overwrite=args.overwrite, inputs=inputs)
-    X = model.read_input(args.input, dataset_of(args))
+    from ..io.anndata import model_genes
+
+    X = model_genes(model, model.read_input(args.input, dataset_of(args)), args.input, dataset_of(args))
     batch = batch_identity(X)
     if append:
         check_repeat(args.output, batch, args.allow_repeat)
@@ -317,7 +330,9 @@ def _cmd_update(args) -> int:
 
     if "hmac_sha256" in zarr.open(args.model, mode="r").attrs and key is None and args.policy == "refresh":
         raise ValueError("The model is signed; give --model-key-file to check it and sign the updated model.")
-    X = model.read_input(args.new_rows, dataset_of(args))
+    from ..io.anndata import model_genes
+
+    X = model_genes(model, model.read_input(args.new_rows, dataset_of(args)), args.new_rows, dataset_of(args))
     batch = batch_identity(X)
     if args.embedding:
         check_repeat(args.embedding, batch, args.allow_repeat)

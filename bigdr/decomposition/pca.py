@@ -317,6 +317,7 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         Xd = as_sparse_array(X) if sparse else as_array(X, check_finite=False)
         n, p = Xd.shape
         self._check_width(n, p)
+        self._note_genes(X, Xd)
         solver = self._choose_solver(n, p, sparse)
         self._check_memory(Xd)
         self.seed_ = resolve_seed(self.random_state)
@@ -392,6 +393,7 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         block_fn, merge, _ = MERGEABLE[solver]
         block_fn = sparse_scatter_moments if sparse else block_fn
         fitted = hasattr(self, "n_samples_seen_")
+        self._note_genes(X, Xd, first=not fitted)
         if fitted:
             if getattr(self, "_state_kind", None) != solver:
                 raise ValueError(

@@ -177,6 +177,7 @@ class TruncatedSVD(BigdrEstimator):
         n, p = Xd.shape
         self._check_params(n, p)
         self._check_memory(Xd)
+        self._note_genes(X, Xd)
         self.seed_ = resolve_seed(self.random_state)
         k = int(self.n_components)
         if self.algorithm == "arpack":
@@ -237,6 +238,7 @@ class TruncatedSVD(BigdrEstimator):
             check_n_features(p, self.n_features_in_, "TruncatedSVD")
         self._check_params(None, p)
         self._check_memory(Xd)
+        self._note_genes(X, Xd, first=not hasattr(self, "_gram"))
         gram, col = compute(
             tree_reduce(Xd, _gram_block, np.add, with_offset=True),
             column_statistics(Xd),

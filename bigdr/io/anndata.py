@@ -220,15 +220,101 @@ def is_anndata_object(X: Any) -> bool:
     return type(X).__name__ == "AnnData" and type(X).__module__.startswith("anndata")
 
 
+#: A backed view's cells and genes as positions in its file (None: all of that axis).
+Selection = tuple[np.ndarray | None, np.ndarray | None] | None
+
+
 def anndata_source(adata: Any, element: str | None = None) -> tuple[Any, str | None]:
     """What an AnnData object's element is read from, and the element to read there.
 
-    ``(filename, element)`` for a backed object, ``(matrix, None)`` for one in memory
-    (:func:`anndata_matrix`).
+    ``(filename, element)`` for a backed object (a view of one is restricted
+    to its cells and genes by :func:`view_selection` and :func:`take_view`),
+    ``(matrix, None)`` for one in memory (:func:`anndata_matrix`; a view in
+    memory is already its subset).
     """
     if getattr(adata, "isbacked", False):
         return str(adata.filename), element or "X"
     return anndata_matrix(adata, element), None
+
+
+def view_selection(adata: Any) -> Selection:
+    """The positions in its file of a backed view's cells and genes, None for a whole or in-memory object.
+
+    Found by name: the view's ``obs_names`` and ``var_names`` looked up in the
+    file's own indices (anndata exposes no public index of a view), so names
+    must be unique in the file, as anndata asks. Cells must keep the file's
+    order, since rows are read block by block in that order.
+    """
+    if not (getattr(adata, "is_view", False) and getattr(adata, "isbacked", False)):
+        return None
+    import h5py
+    import pandas as pd
+    from anndata.io import read_elem
+
+    root = _root(str(adata.filename))
+    try:
+        picked: list[np.ndarray | None] = []
+        for axis, names in (("obs", adata.obs_names), ("var", adata.var_names)):
+            group = root[axis]
+            stored = read_elem(group[group.attrs.get("_index", "_index")])
+            if len(names) == len(stored) and bool(np.all(np.asarray(names) == np.asarray(stored))):
+                picked.append(None)
+                continue
+            index = pd.Index(stored)
+            if not index.is_unique:
+                raise ValueError(
+                    f"The view's {axis} names cannot be found in {adata.filename}: its {axis} names are not unique. "
+                    f"Select by position on the matrix instead, or write the subset to a file of its own "
+                    f"(adata[...].copy(filename=...))."
+                )
+            positions = index.get_indexer(names)
+            if (positions < 0).any():
+                raise ValueError(f"Some of the view's {axis} names are not in {adata.filename}.")
+            picked.append(positions)
+    finally:
+        if isinstance(root, h5py.File):
+            root.close()
+    rows = picked[0]
+    if rows is not None and np.any(np.diff(rows) <= 0):
+        raise ValueError(
+            "The view takes cells out of the file's order; bigdr reads a backed file's rows in order. "
+            "Select them in the file's order (e.g. a boolean mask, or sorted positions)."
+        )
+    return rows, picked[1]
+
+
+def _take(block: Any, rows: np.ndarray | None = None, columns: np.ndarray | None = None) -> Any:
+    block = block if rows is None else block[rows]
+    return block if columns is None else block[:, columns]
+
+
+def take_view(arr: da.Array, selection: Selection) -> da.Array:
+    """``arr`` (row blocks, dense or scipy.sparse) restricted to a view's cells and genes, block by block.
+
+    Each block keeps the rows it holds of the view (blocks holding none are
+    dropped) and the view's columns, so nothing outside the view is held
+    beyond the block being read.
+    """
+    if selection is None:
+        return arr
+    rows, columns = selection
+    width = arr.shape[1] if columns is None else len(columns)
+    if rows is None:
+        return da.map_blocks(_take, arr, columns=columns, chunks=(arr.chunks[0], (width,)), meta=arr._meta)
+    bounds = np.cumsum((0, *arr.chunks[0]))
+    parts = []
+    for i, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:])):
+        lo, hi = np.searchsorted(rows, [start, stop])
+        if hi > lo:
+            local = None if hi - lo == stop - start else rows[lo:hi] - start
+            parts.append(
+                arr.blocks[i].map_blocks(
+                    _take, rows=local, columns=columns, chunks=((int(hi - lo),), (width,)), meta=arr._meta
+                )
+            )
+    if not parts:
+        raise ValueError("The AnnData view holds no cells.")
+    return da.concatenate(parts, axis=0)
 
 
 def anndata_matrix(adata: Any, element: str | None = None) -> Any:
@@ -328,3 +414,135 @@ def write_anndata(
             remove(tmp)
         raise
     return final
+
+
+#: dask array name -> the names of its columns' genes, for arrays read from AnnData: the names
+#: themselves (an object in memory) or ``(path, positions)`` (a file, its var index read when asked).
+_VAR_NAMES: dict[str, Any] = {}
+
+
+def per_gene(dataset: str | None) -> bool:
+    element = dataset or "X"
+    return element == "X" or element.startswith("layers/")
+
+
+def var_source(X: Any, dataset: str | None = None) -> Any:
+    """Where the genes of the columns read from ``X`` are named; None unless ``X`` is AnnData (an object,
+    a view, or the path of an ``.h5ad`` file or AnnData zarr store) read at ``X`` or a layer."""
+    if not per_gene(dataset):
+        return None
+    if is_anndata_object(X):
+        return np.asarray(X.var_names.astype(str), dtype=object)
+    if isinstance(X, (str, Path)) and is_anndata(str(X)):
+        return (str(X), None)
+    return None
+
+
+def note_var_names(arr: da.Array, source: Any, before: Any = None) -> da.Array:
+    """Record that ``arr``'s columns are the genes ``source`` names (:func:`var_source`), or those of
+    ``before``, the array it was made from."""
+    if source is None and isinstance(before, da.Array):
+        source = _VAR_NAMES.get(before.name)
+    if source is not None:
+        _VAR_NAMES[arr.name] = source
+    return arr
+
+
+def var_names_of(arr: Any) -> np.ndarray | None:
+    """The genes of ``arr``'s columns (object array), if it was read from AnnData; else None."""
+    source = _VAR_NAMES.get(arr.name) if isinstance(arr, da.Array) else None
+    if not isinstance(source, tuple):
+        return source
+    path, columns = source
+    names = var_frame(path, [])[0]
+    return names if columns is None else names[columns]
+
+
+def var_frame(path: str, columns: list[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The var index of an AnnData file or store (object array) and those of ``columns`` it has,
+    read with anndata's own reader (no matrix is read)."""
+    import h5py
+    from anndata.io import read_elem
+
+    root = _root(path)
+    try:
+        var = root["var"]
+        names = np.asarray([str(v) for v in read_elem(var[var.attrs.get("_index", "_index")])], dtype=object)
+        found = {c: np.asarray(read_elem(var[c])) for c in columns if c in var}
+    finally:
+        if isinstance(root, h5py.File):
+            root.close()
+    return names, found
+
+
+def select_genes(arr: da.Array, path: str, genes: Any) -> da.Array:
+    """``arr``, read whole from the AnnData at ``path``, restricted block by block to ``genes``: the name
+    of a boolean var column (scanpy's ``mask_var``, such as ``"highly_variable"``) or gene names in the
+    order wanted (a fitted model's ``feature_names_in_``). Their names are recorded with the result."""
+    import pandas as pd
+
+    by_column = isinstance(genes, str)
+    names, found = var_frame(path, [genes] if by_column else [])
+    if arr.shape[1] != len(names):
+        raise ValueError(f"Genes are selected among all {len(names):,} of {path!r}; this input has {arr.shape[1]}.")
+    if by_column:
+        if genes not in found:
+            raise ValueError(f"{path!r} has no var[{genes!r}] to select genes by (scanpy's mask_var).")
+        if found[genes].dtype != bool or not found[genes].any():
+            raise ValueError(f"var[{genes!r}] of {path!r} must be a boolean column that selects some gene.")
+        columns = np.flatnonzero(found[genes])
+    else:
+        index = pd.Index(names)
+        if not index.is_unique:
+            raise ValueError(f"{path!r} repeats var names, so genes cannot be selected by name; make them unique.")
+        columns = index.get_indexer(pd.Index(np.asarray(genes, dtype=object)))
+        if (columns < 0).any():
+            missing = np.asarray(genes, dtype=object)[columns < 0]
+            raise ValueError(
+                f"{path!r} lacks {len(missing):,} of the model's {len(columns):,} genes (such as {missing[0]!r}); "
+                f"the model needs the genes it was fitted on."
+            )
+    return note_var_names(take_view(arr, (None, columns)), (path, columns))
+
+
+def unused_highly_variable(X: Any, arr: da.Array) -> tuple[int, int] | None:
+    """``(highly variable, all)`` gene counts when every gene of an AnnData input with scanpy's
+    ``var["highly_variable"]`` is read, which scanpy's ``sc.pp.pca`` would restrict to those; else None."""
+    if is_anndata_object(X):  # a view is a selection of its own: not second-guessed
+        if X.is_view or "highly_variable" not in X.var.columns:
+            return None
+        flags = np.asarray(X.var["highly_variable"], dtype=bool)
+    else:
+        source = _VAR_NAMES.get(arr.name)
+        if not isinstance(source, tuple) or source[1] is not None:
+            return None
+        flags = var_frame(source[0], ["highly_variable"])[1].get("highly_variable", np.ones(1, dtype=bool))
+    flags = flags.astype(bool)
+    return (int(flags.sum()), flags.size) if not flags.all() else None
+
+
+def model_genes(model: Any, X: da.Array, path: Any, dataset: str | None, mask_var: str | None = None) -> da.Array:
+    """The genes of ``X``, read whole from ``path``, that ``model`` uses, chosen as scanpy chooses them.
+
+    A model fitted on named genes (``feature_names_in_``) takes those, by
+    name, from an AnnData input. A fit takes ``var[mask_var]`` (a boolean
+    column); by default, for the methods that write loadings into ``varm``
+    (PCA, TruncatedSVD), ``var["highly_variable"]`` when the input has it, as
+    ``sc.pp.pca`` does; ``"none"``: every gene. Other inputs are ``X`` as it is.
+    """
+    path = str(path)
+    anndata = is_anndata(path) and per_gene(dataset)
+    fitted = getattr(model, "feature_names_in_", None)
+    if fitted is not None:
+        same = anndata and np.array_equal(var_frame(path, [])[0], fitted)
+        return select_genes(X, path, fitted) if anndata and not same else X
+    if mask_var == "none":
+        return X
+    if mask_var is not None:
+        if not anndata:
+            raise ValueError("--mask-var selects genes of an AnnData input's X or layer; this input is not one.")
+        return select_genes(X, path, mask_var)
+    loadings = any(name.startswith("varm/") for name in model._anndata_names("X_pca"))
+    if anndata and loadings and "highly_variable" in var_frame(path, ["highly_variable"])[1]:
+        return select_genes(X, path, "highly_variable")
+    return X

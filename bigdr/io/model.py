@@ -50,15 +50,23 @@ def _meta_digest(meta: dict) -> str:
 CSR_PARTS = ("data", "indices", "indptr")
 
 
+#: The key of an array of strings among a model's scalars (read back as an object array, as scikit-learn keeps names).
+STRINGS = "strings"
+
+
 def _fitted_items(model: Any) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, list[int]]]:
     import scipy.sparse as sp
 
-    arrays, scalars, sparse = {}, {}, {}
+    arrays: dict[str, np.ndarray] = {}
+    scalars: dict[str, Any] = {}
+    sparse: dict[str, list[int]] = {}
     names = [k for k in vars(model) if k.endswith("_") and not k.startswith("__")]
     names += [k for k in getattr(model, "_persist_private", ()) if hasattr(model, k)]
     for name in names:
         value = getattr(model, name)
-        if isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray) and value.dtype.kind in "UO":  # names (feature_names_in_): JSON, as
+            scalars[name] = {STRINGS: [str(v) for v in value.tolist()]}  # zarr has no stable string dtype
+        elif isinstance(value, np.ndarray):
             arrays[name] = value
         elif sp.issparse(value):  # sparse rows a model keeps (KernelPCA's reference rows of sparse data)
             value = sp.csr_matrix(value)

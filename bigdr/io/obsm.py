@@ -104,6 +104,7 @@ def write_obsm(embedding: Any, store: str | os.PathLike, key: str, overwrite: bo
     store = os.fspath(store)
     Y, entries = (embedding, {}) if model is None else model._anndata_parts(embedding, key)
     entries = _without_others(store, entries, getattr(model, "_anndata_optional", ()), overwrite)
+    entries = _place_loadings(store, entries, getattr(model, "feature_names_in_", None))
     check_obsm(store, key, overwrite, also=list(entries))
     Yd = as_array(Y, name="embedding", min_rows=1)
     rows = n_obs(store)
@@ -295,6 +296,58 @@ def _consolidate(store: Path, name: str) -> None:
                 entries[node] = json.loads(part.read_text())
             consolidated["metadata"] = dict(sorted(entries.items()))
             _replace_json(root, meta)
+
+
+def _place_loadings(store: str, entries: dict[str, Any], genes: Any) -> dict[str, Any]:
+    """``varm`` entries (a row per gene the model was fitted on, ``genes``) as a row per gene of ``store``.
+
+    Genes outside the fit get zeros and ``uns[...]["params"]`` names the genes
+    used, as scanpy's ``sc.pp.pca(mask_var=...)`` leaves them:
+    ``mask_var="highly_variable"`` when they are the store's
+    ``var["highly_variable"]``, else the boolean mask. Loadings that cannot be
+    placed (no gene names and another width) are refused before any work.
+    """
+    import pandas as pd
+
+    from .anndata import var_frame
+
+    varm = [name for name in entries if name.startswith("varm/")]
+    if not varm or not is_anndata(store):
+        return entries
+    names, found = var_frame(store, ["highly_variable"])
+    out = dict(entries)
+    for name in varm:
+        rows = np.asarray(entries[name])
+        if genes is None:
+            if rows.shape[0] != len(names):
+                raise ValueError(
+                    f"The model's loadings cover {rows.shape[0]:,} features and {store} has {len(names):,} genes; "
+                    f"bigdr cannot tell which genes they are. Fit the model on the AnnData itself (its path, the "
+                    f"object, or a view such as adata[:, adata.var['highly_variable']]), not on its matrix."
+                )
+            continue
+        index = pd.Index(names)
+        if not index.is_unique:
+            raise ValueError(f"{store} repeats var names, so loadings cannot be placed by gene; make them unique.")
+        positions = index.get_indexer(pd.Index(genes))
+        if (positions < 0).any():
+            missing = genes[positions < 0][0]
+            raise ValueError(f"The model was fitted on genes {store} does not have (such as {missing!r}).")
+        if np.array_equal(positions, np.arange(len(names))):
+            continue
+        full = np.zeros((len(names), rows.shape[1]), dtype=rows.dtype)
+        full[positions] = rows
+        out[name] = full
+        mask = np.zeros(len(names), dtype=bool)
+        mask[positions] = True
+        uns = scanpy_pca_names(name.split("/", 1)[1] if name != "varm/PCs" else "X_pca")[1]
+        if uns in out and not mask.all():
+            hvg = found.get("highly_variable")
+            by_hvg = hvg is not None and np.array_equal(np.asarray(hvg, dtype=bool), mask)
+            params = {**out[uns]["params"], "use_highly_variable": by_hvg}
+            params["mask_var"] = "highly_variable" if by_hvg else mask
+            out[uns] = {**out[uns], "params": params}
+    return out
 
 
 def scanpy_pca_names(key: str) -> list[str]:

@@ -17,7 +17,7 @@ import dask.array as da
 import numpy as np
 
 from .._validation import check_block_finite
-from .anndata import anndata_source, is_anndata_object
+from .anndata import anndata_source, is_anndata_object, note_var_names, take_view, var_source, view_selection
 from .chunks import ChunkFiles
 
 #: Target size of one dask chunk. Large enough that per-task overhead (about
@@ -245,7 +245,9 @@ def as_array(
             return again
         # The store has changed shape since (rows appended): the array stays the rows it was.
     base = None
-    if is_anndata_object(X):  # its X (or dataset), or its file when backed
+    selection, genes, given = None, var_source(X, dataset), X
+    if is_anndata_object(X):  # its X (or dataset), or its file (and a view's subset of it) when backed
+        selection = view_selection(X)
         X, dataset = anndata_source(X, dataset)
     if type(X).__module__.startswith("xarray") and hasattr(X, "dims"):
         X = X.data  # an xarray DataArray: its numpy or dask array (rows along the first dimension)
@@ -303,6 +305,8 @@ def as_array(
         else:  # invalid input: let the checks below name the problem
             arr = da.from_array(X, chunks=X.shape or 1, name=False)
 
+    if selection is not None:  # a view of a backed AnnData object: its cells and genes, block by block
+        arr, base = take_view(arr, selection), None
     if source is not None:
         _SOURCES[arr.name] = source
     if arr.ndim != 2:
@@ -350,14 +354,15 @@ def as_array(
     else:
         row_chunks = _row_chunks(n, row_bytes, chunk_bytes, base)
     target = (tuple(row_chunks), tuple(col_chunks))
-    if target != arr.chunks and is_zarr and _whole_chunks(target, X.chunks):
+    if target != arr.chunks and is_zarr and selection is None and _whole_chunks(target, X.chunks):
         # read in these blocks: merging the storage chunks afterwards would copy every block once more
         arr = _zarr_array(X, target)
         arr = arr.astype(dtype) if arr.dtype != dtype else arr
     elif target != arr.chunks:
         arr = arr.rechunk(target)
     out = with_finite_check(arr) if check_finite and not checked else arr
-    if source is not None:
+    note_var_names(out, genes, before=given)
+    if source is not None and selection is None:
         _OPENED[out.name] = ((str(X_path), dataset, storage_options, check_finite, allow_missing_chunks), layout)
     return out
 

@@ -178,9 +178,11 @@ def as_sparse_array(X: Any, name: str = "X", min_rows: int = 2, dataset: str | N
 
     import scipy.sparse as sp
 
-    from .anndata import anndata_source, is_anndata_object
+    from .anndata import anndata_source, is_anndata_object, note_var_names, take_view, var_source, view_selection
 
-    if is_anndata_object(X):  # its matrix, or its file when backed
+    selection, genes, given = None, var_source(X, dataset), X
+    if is_anndata_object(X):  # its matrix, or its file (and a view's subset of it) when backed
+        selection = view_selection(X)
         X, dataset = anndata_source(X, dataset)
     if isinstance(X, (str, os.PathLike)):
         path = str(X)
@@ -189,7 +191,7 @@ def as_sparse_array(X: Any, name: str = "X", min_rows: int = 2, dataset: str | N
         else:
             from .anndata import open_anndata_csr
 
-            Xd = open_anndata_csr(path, dataset or "X", SPARSE_CHUNK_NNZ)
+            Xd = take_view(open_anndata_csr(path, dataset or "X", SPARSE_CHUNK_NNZ), selection)
     elif sp.issparse(X):
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-D; got a sparse array of shape {X.shape}.")
@@ -211,4 +213,5 @@ def as_sparse_array(X: Any, name: str = "X", min_rows: int = 2, dataset: str | N
         raise ValueError(f"{name} has {Xd.shape[0]} row(s); at least {min_rows} are needed.")
     dtype = np.float64 if not np.issubdtype(Xd.dtype, np.floating) else Xd.dtype
     dtype = np.float32 if dtype == np.float16 else dtype
-    return Xd.map_blocks(canonical_block, dtype=dtype, meta=sp.csr_matrix((0, Xd.shape[1]), dtype=dtype))
+    out = Xd.map_blocks(canonical_block, dtype=dtype, meta=sp.csr_matrix((0, Xd.shape[1]), dtype=dtype))
+    return note_var_names(out, genes, before=given)
