@@ -282,7 +282,8 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         is advised (:mod:`bigdr.core.drift`).
         """
         self._check_fitted()
-        Xd = as_array(X, name="X", min_rows=1)
+        sparse = self._accepts_sparse and is_sparse_input(X)  # sparse rows are scored sparse, never densified
+        Xd = as_sparse_array(X, name="X", min_rows=1) if sparse else as_array(X, name="X", min_rows=1)
         (count,) = compute(self.drift_count(Xd))
         return self.record_drift(Xd.shape[0], int(count))
 

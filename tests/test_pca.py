@@ -3,6 +3,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import scipy.linalg
+import scipy.sparse as sp
 import zarr
 from conftest import correlated
 from hypothesis import given, settings
@@ -327,12 +328,49 @@ def test_drift_flags_shifted_rows_not_in_distribution_ones(rng):
 
 
 def test_drift_threshold_is_the_99th_percentile_of_training_residuals(rng):
-    model = PCA(3).fit(_spiked(rng, 20000))
-    model.measure_drift(_spiked(rng, 10))
-    X = _spiked(rng, 40000)
-    centred = X - model.mean_
-    q = (centred**2).sum(1) - (model.transform(X) ** 2).sum(1)
-    assert np.quantile(q, 0.99) == pytest.approx(model.drift_["threshold"], rel=0.03)
+    """The threshold is the 99th percentile of Q over a uniform sample of the training rows, drawn by the
+    fit's own pass: about 1% of fresh rows from the training distribution lie beyond it, for every solver."""
+    X = _spiked(rng, 20000)
+    fresh = _spiked(rng, 40000)
+    for solver in ("covariance", "tsqr", "randomized"):
+        model = PCA(3, svd_solver=solver, random_state=0).fit(X)
+        rows = model._drift_rows if solver != "randomized" else None  # kept by mergeable models only
+        assert rows is None or rows.shape == (2000, 20)
+        model.measure_drift(fresh)
+        assert 0.005 < model.drift_["fraction"] < 0.016, solver
+        q = ((X - model.mean_) ** 2).sum(1) - (model.transform(X) ** 2).sum(1)
+        assert np.mean(q > model.drift_["threshold"]) == pytest.approx(0.01, abs=0.004), solver
+
+
+def test_drift_threshold_holds_for_rows_of_every_size(rng):
+    """Rows of very different sizes (cells of every library size): Q is far from Box's Gaussian
+    approximation, which flagged a third of the training rows; the sampled threshold keeps 1%."""
+    from bigdr.core.drift import residual_threshold
+
+    def cells(n):
+        return _spiked(rng, n) * rng.lognormal(0.0, 0.6, size=(n, 1))
+
+    X = cells(20000)
+    for data in (X, sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0))):
+        model = PCA(3).fit(data)
+        fresh = cells(20000)
+        fresh = fresh if isinstance(data, np.ndarray) else sp.csr_matrix(np.where(np.abs(fresh) > 0.5, fresh, 0.0))
+        assert 0.004 < model.measure_drift(fresh)["fraction"] < 0.018
+        box = residual_threshold(model.spectrum_[3:].astype(np.float64))
+        q = model._embed_and_score(fresh)[:, -1].compute()
+        assert np.mean(q > box) > 0.05  # what the approximation alone said
+
+
+def test_partial_fit_merges_the_drift_sample_uniformly(rng):
+    model = PCA(3, svd_solver="covariance")
+    for _ in range(4):
+        model.partial_fit(_spiked(rng, 3000))
+    index = model._drift_index
+    assert len(index) == 2000 and len(np.unique(index)) == 2000
+    assert np.histogram(index, bins=4, range=(0, 12000))[0].min() > 400  # every batch represented
+    one = PCA(3, svd_solver="covariance").partial_fit(_spiked(rng, 1))  # no components yet: sample kept
+    assert len(one._drift_index) == 1 and not hasattr(one, "drift_threshold_")
+    assert hasattr(one.partial_fit(_spiked(rng, 500)), "drift_threshold_")
 
 
 def test_partial_fit_records_drift_history_and_it_survives_save_and_load(rng, tmp_path):

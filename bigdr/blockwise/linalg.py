@@ -21,7 +21,14 @@ from ..core.sparse_products import centred_normal_product
 from ..io.sparse import SPARSE_CHUNK_NNZ
 from ..runtime.compute import compute
 from ..runtime.memory import available_memory
-from .reduce import Rider, column_statistics, column_statistics_rider, tree_reduce, tree_reduce_carrying
+from .reduce import (
+    JoinedRider,
+    Rider,
+    column_statistics,
+    column_statistics_rider,
+    tree_reduce,
+    tree_reduce_carrying,
+)
 
 #: Krylov block of the accuracy-driven solver on sparse data that stays in memory between passes: a pass
 #: then costs its products, which grow with the block's width, and narrow blocks reach the same accuracy in
@@ -165,6 +172,7 @@ def scatter_eig_with_columns(
     *,
     centre: bool = True,
     scale: Callable[[Any], np.ndarray] | None = None,
+    also: Rider | None = None,
     **kwargs: Any,
 ) -> tuple[Eigenpairs, Any, np.ndarray | None]:
     """:func:`randomized_scatter_eig` with the column statistics it needs, read in its own passes where it can.
@@ -173,16 +181,21 @@ def scatter_eig_with_columns(
     scatter's diagonal) and the feature scale. ``centre``: about the column means (PCA) or not
     (TruncatedSVD). ``scale``: the per-feature scale as a function of the column statistics, which then
     take a pass of their own first; otherwise they ride the first product pass (sparse data centred
-    after it: ``mean=None``). ``kwargs`` go to :func:`randomized_scatter_eig`.
+    after it: ``mean=None``). ``also``: another reduction carried by the same first pass (its value set
+    in ``also.value``). ``kwargs`` go to :func:`randomized_scatter_eig`.
     """
     zeros = np.zeros(X.shape[1])
-    rider = column_statistics_rider(X)
+    columns = column_statistics_rider(X)
+    rider = columns if also is None else JoinedRider(columns, also)
     if scale is None and (hasattr(X._meta, "tocsr") or not centre):
         eig = randomized_scatter_eig(
             X, None if centre else zeros, n_components, n_oversamples, n_iter, random_state, rider=rider, **kwargs
         )
-        return eig, rider.value, None
-    (col,) = compute(column_statistics(X))
+        return eig, columns.value, None
+    (state,) = compute(column_statistics(X, also))
+    col = state if also is None else state[0]
+    if also is not None:
+        also.value = state[1]
     factors = None if scale is None else scale(col)
     eig = randomized_scatter_eig(
         X, col.mean if centre else zeros, n_components, n_oversamples, n_iter, random_state, scale=factors, **kwargs

@@ -37,6 +37,38 @@ class Rider:
     value: Any = None
 
 
+class JoinedRider(Rider):
+    """Two riders carried in the same tasks: ``value`` is the first's, and setting it sets both
+    (a pass that carries the column statistics carries a row sample too)."""
+
+    def __init__(self, first: Rider, second: Rider) -> None:
+        self.first, self.second = first, second
+        super().__init__(
+            functools.partial(_joined, first.kernel, second.kernel),
+            functools.partial(_merge_carried, first.merge, second.merge),
+        )
+
+    @property
+    def value(self) -> Any:
+        return self.first.value
+
+    @value.setter
+    def value(self, both: Any) -> None:
+        self.first.value, self.second.value = (None, None) if both is None else both
+
+
+def _joined(first: Callable, second: Callable, block: Any, first_row: int, *shared: Any) -> tuple:
+    return first(block, first_row, *shared), second(block, first_row)
+
+
+def joined(block_fn: Callable, merge: Callable, rider: Rider | None) -> tuple[Callable, Callable]:
+    """``block_fn`` (called with the block's first row) and ``merge`` extended to reduce ``rider`` in the same
+    tasks, states as pairs; unchanged without a rider."""
+    if rider is None:
+        return block_fn, merge
+    return functools.partial(_joined, block_fn, rider.kernel), functools.partial(_merge_carried, merge, rider.merge)
+
+
 def merged_bytes(rows: int, cols: int, sparse: bool = False) -> int:
     """Peak bytes of the ``rows x cols`` float64 states of a tree reduction.
 
@@ -106,14 +138,15 @@ def tree_reduce(
             return level[0]
 
 
-def column_statistics(X: da.Array) -> Any:
+def column_statistics(X: da.Array, also: Rider | None = None) -> Any:
     """A ``Delayed`` of the count, column means and column scatter (the diagonal) of ``X``, in one pass.
 
     Dense blocks are shifted first (:func:`bigdr.core.stats.column_moments`); sparse
-    ones stay sparse (:func:`bigdr.core.stats.sparse_column_moments`).
+    ones stay sparse (:func:`bigdr.core.stats.sparse_column_moments`). ``also``: a
+    reduction carried by the same tasks; the state is then the pair.
     """
     rider = column_statistics_rider(X)
-    return tree_reduce(X, rider.kernel, rider.merge, with_offset=True)
+    return tree_reduce(X, *joined(rider.kernel, rider.merge, also), with_offset=True)
 
 
 def column_statistics_rider(X: da.Array) -> Rider:

@@ -25,7 +25,7 @@ from .._random import LANDMARK_STREAM, block_rng, resolve_seed
 from .._validation import check_count
 from ..io import as_array, as_sparse_array, is_sparse_input
 from ..runtime.compute import compute
-from .reduce import tree_reduce
+from .reduce import Rider, tree_reduce
 
 KEY_BLOCK = 65_536
 #: The stream of the row keys. Without a salt of their own, keys drawn from
@@ -94,6 +94,27 @@ def _merge_samples(a: _Sample, b: _Sample, m: int) -> _Sample:
         _Sample(np.concatenate([a.keys, b.keys]), np.concatenate([a.index, b.index]), _stack(a.rows, b.rows)),
         m,
     )
+
+
+def _sample_block_at(block: Any, start: int, m: int, seed: int, offset: int) -> _Sample:
+    return _sample_block(block, start + offset, m, seed)
+
+
+def sample_rider(size: int, seed: int, offset: int = 0) -> Rider:
+    """A uniform sample of ``size`` rows carried by another pass (:class:`~bigdr.blockwise.reduce.Rider`).
+
+    Its value is ``(keys, index, rows)``; ``offset``: the global index of the
+    pass's first row, so samples of successive batches merge
+    (:func:`merge_samples`) into a uniform sample of all of them.
+    """
+    return Rider(
+        functools.partial(_sample_block_at, m=size, seed=seed, offset=offset), functools.partial(_merge_samples, m=size)
+    )
+
+
+def merge_samples(a: Any, b: Any, size: int) -> Any:
+    """The uniform sample of ``size`` rows of two batches, from a sample of each."""
+    return _merge_samples(_Sample(*a), _Sample(*b), size)
 
 
 def uniform_sample(X: Any, size: int, random_state: int = 0, sparse: bool = False) -> tuple[Any, np.ndarray]:

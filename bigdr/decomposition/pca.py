@@ -20,10 +20,9 @@ from .._random import resolve_seed
 from .._validation import check_choice, check_int, check_n_features, check_real
 from ..base import BigdrEstimator, wants_numpy
 from ..blockwise.linalg import components_from_samples, samples_gram_eig, scatter_eig_with_columns
-from ..blockwise.reduce import column_statistics, tree_reduce
-from ..core.drift import chi2_threshold, residual_threshold
+from ..blockwise.reduce import column_statistics, joined, tree_reduce
 from ..core.eigen import LONG_EIGH, Eigenpairs
-from ..core.projection import feature_scale, project_and_score, sparse_projection
+from ..core.projection import feature_scale, sparse_projection
 from ..core.spectrum import select_rank
 from ..core.stats import Moments, QRState, sparse_scatter_moments
 from ..exceptions import ConvergenceWarning
@@ -32,13 +31,14 @@ from ..io.obsm import scanpy_pca_entries, scanpy_pca_names
 from ..runtime.compute import compute, step
 from ..runtime.memory import Part
 from ._gaussian import LatentGaussianMixin
+from ._pca_drift import SAMPLE_ATTRIBUTES, ResidualDriftMixin
 from ._pca_solvers import MERGEABLE, NORMALIZERS, SKLEARN_ROUTES, SOLVERS, choose_solver, route, solver_memory
 
 RANK_RULES = ("mp", "mp-whitened", "mle")
 RULE_ATTRIBUTES = ("mp_noise_variance_", "mp_edge_", "feature_noise_variance_", "whitened_edge_", "whitened_spectrum_")
 
 
-class PCA(LatentGaussianMixin, BigdrEstimator):
+class PCA(ResidualDriftMixin, LatentGaussianMixin, BigdrEstimator):
     """Principal component analysis, exact in one pass over data of any length.
 
     Parameters
@@ -217,7 +217,7 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "components_")  # partial_fit of a single row sets the width only
 
-    _persist_private = ("_state_kind", "_state_mean", "_state_matrix")
+    _persist_private = ("_state_kind", "_state_mean", "_state_matrix", *SAMPLE_ATTRIBUTES)
 
     def __init__(
         self,
@@ -327,13 +327,15 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         self._reset_drift()
         for attr in self._persist_private:
             self.__dict__.pop(attr, None)
+        sampler = self._drift_sampler(Xd)  # drift's training rows, drawn by the first pass as it reads
         if solver in MERGEABLE:
             block_fn, merge, _ = MERGEABLE[solver]
             block_fn = sparse_scatter_moments if sparse else block_fn
-            (state,) = compute(tree_reduce(Xd, block_fn, merge, with_offset=True))
+            (state,) = compute(tree_reduce(Xd, *joined(block_fn, merge, sampler), with_offset=True))
+            state, sample = self._split(state, sampler)
             self._store_state(solver, state, Xd.dtype)
         elif solver == "samples":
-            (col,) = compute(column_statistics(Xd))
+            col, sample = self._split(compute(column_statistics(Xd, sampler))[0], sampler)
             gram = samples_gram_eig(Xd, col.mean)
             m = min(n, p)
             evals = gram.values[:m]
@@ -342,7 +344,9 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
             V = components_from_samples(Xd, col.mean, gram.vectors[:, :k])
             self._set_fitted(evals, V, col.n, col.mean, col.scatter.sum(), Xd.dtype, k)
         else:
-            self._fit_randomized(Xd)
+            self._fit_randomized(Xd, sampler)
+            sample = None if sampler is None else sampler.value
+        self._drift_from_sample(sample, keep=solver in MERGEABLE)
         return self
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
@@ -351,7 +355,7 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         limits = (self.tol, self.max_iter, self._least_passes())
         return solver_memory(solver, Xd, self._leading(n, p), self.n_oversamples, *limits)
 
-    def _fit_randomized(self, Xd: da.Array) -> None:
+    def _fit_randomized(self, Xd: da.Array, sampler: Any = None) -> None:
         n, p = Xd.shape
         k = self._leading(n, p)
         if not isinstance(k, numbers.Integral):
@@ -361,7 +365,7 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
         tol = float(self.tol) or None
         eig, col, scale = scatter_eig_with_columns(
             Xd, int(k), self.n_oversamples, self._least_passes(), self.seed_, tol=tol, max_iter=self.max_iter,
-            criterion="angle", scale=(lambda c: feature_scale(c.scatter, n)) if self.scale else None,
+            criterion="angle", scale=(lambda c: feature_scale(c.scatter, n)) if self.scale else None, also=sampler,
         )  # fmt: skip
         total = col.scatter.sum() if scale is None else (col.scatter / scale**2).sum()
         self._set_fitted(eig.values, eig.vectors, n, col.mean, total, Xd.dtype, k, scale)
@@ -403,16 +407,19 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
             check_n_features(Xd.shape[1], self.n_features_in_, "PCA")
         # The batch's drift against the model as it was, in the same pass as its statistics.
         drift = hasattr(self, "components_")
+        sampler = self._drift_sampler(Xd, offset=self.n_samples_seen_ if fitted else 0)
         results = compute(
-            tree_reduce(Xd, block_fn, merge, with_offset=True), *([self.drift_count(Xd)] if drift else [])
+            tree_reduce(Xd, *joined(block_fn, merge, sampler), with_offset=True),
+            *([self.drift_count(Xd)] if drift else []),
         )
-        state = results[0]
+        state, sample = self._split(results[0], sampler)
         if drift:
             self.record_drift(Xd.shape[0], int(results[1]), update=True)
         if fitted:
             state = merge(self._current_state(), state)
         self.svd_solver_ = solver
         self._store_state(solver, state, Xd.dtype, width=getattr(self, "n_components_", None))
+        self._drift_from_sample(sample, keep=True, merge=fitted)
         return self
 
     def _current_state(self) -> Moments | QRState:
@@ -536,41 +543,10 @@ class PCA(LatentGaussianMixin, BigdrEstimator):
             Y = Y / self._whitening_scale().astype(dtype)
         return Y
 
-    def _whitening_scale(self) -> np.ndarray:  # floored at epsilon, as scikit-learn: rank-deficient data stay finite
-        var = np.asarray(self.explained_variance_)
-        return np.maximum(np.sqrt(var.astype(np.float64)), np.finfo(var.dtype).eps)
-
     def _projection(self) -> np.ndarray:
         """``components_ / scale_``: what multiplies ``x - mean_`` (models saved before ``scale`` have no scale_)."""
         scale = getattr(self, "scale_", None)
         return self.components_ if scale is None else self.components_ / scale
-
-    def _drift_rule(self) -> tuple[float, str]:
-        k = self.n_components_
-        rank = min(self.n_samples_seen_, self.n_features_in_)
-        discarded = self.spectrum_[k:].astype(np.float64)
-        if len(discarded) < rank - k:  # randomized: only the leading variances are known
-            discarded = np.full(rank - k, self.noise_variance_)
-        if discarded.sum() > 0:
-            return residual_threshold(discarded), "reconstruction error"
-        return chi2_threshold(k), "Hotelling T^2"
-
-    def _embed_and_score(self, X: Any) -> da.Array:
-        Xd = self._check_input(X, "X", self.n_features_in_)
-        _, name = self._drift_rule()
-        return da.map_blocks(
-            project_and_score,
-            Xd,
-            mean=self.mean_,
-            components=self.components_,
-            variances=self._whitening_scale() ** 2 if self.whiten else self.explained_variance_,
-            whiten=self.whiten,
-            residual=name == "reconstruction error",
-            scale=np.asarray(getattr(self, "scale_", np.ones(self.n_features_in_)), dtype=np.float64),
-            chunks=(Xd.chunks[0], (self.n_components_ + 1,)),
-            dtype=Xd.dtype,
-            meta=np.empty((0, 0), dtype=Xd.dtype),
-        )
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | da.Array:
         """Fit, then project ``X`` (a second, blockwise pass for dask input)."""
