@@ -365,3 +365,21 @@ def test_command_line_takes_scanpys_mask_var(flagged, tmp_path, capsys):
     bigdr.write_zarr(adata.X.toarray(), str(plain))
     assert main(["fit-transform", str(plain), str(tmp_path / "p.zarr"), "--mask-var", "highly_variable"]) == 2
     assert "not one" in capsys.readouterr().err
+
+
+def test_loadings_of_every_gene_are_written_whatever_the_names(tmp_path):
+    """Repeated gene names (common in gene-symbol indices) do not stop a PCA of every gene from being written;
+    placing a subset by name among them is refused with the reason."""
+    X = sp.random(300, 12, density=0.3, format="csr", random_state=2, dtype=np.float64)
+    adata = anndata.AnnData(X=X)
+    adata.var_names = ["a", "b", "a", *[f"g{i}" for i in range(9)]]
+    path = str(tmp_path / "dup.h5ad")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # anndata's own "not unique" warning
+        adata.write_h5ad(path)
+    pca = bigdr.PCA(3).fit(path)
+    bigdr.write_obsm(pca.transform(path), path, "X_pca", model=pca)
+    np.testing.assert_allclose(anndata.read_h5ad(path).varm["PCs"], pca.components_.T)
+    some = bigdr.PCA(2).fit(adata[:, 3:].copy())
+    with pytest.raises(ValueError, match="repeats var names"):
+        bigdr.write_obsm(some.transform(adata[:, 3:].X), path, "X_some", model=some)

@@ -79,10 +79,14 @@ def _smallest(sample: _Sample, m: int) -> _Sample:
     return _Sample(sample.keys[order], sample.index[order], sample.rows[order])
 
 
-def _sample_block(block: np.ndarray, start: int, m: int, seed: int) -> _Sample:
+def _sample_block(block: np.ndarray, start: int, m: int, seed: int, below: float = 1.0) -> _Sample:
     keys = row_keys(start, start + block.shape[0], seed)
+    index = np.arange(start, start + len(keys), dtype=np.int64)
+    if below < 1.0:  # rows that cannot be among the m smallest keys of all rows are not held
+        keep = np.flatnonzero(keys < below)
+        keys, index, block = keys[keep], index[keep], block[keep]
     rows = block if sp.issparse(block) else np.asarray(block)
-    return _smallest(_Sample(keys, np.arange(start, start + len(keys), dtype=np.int64), rows), m)
+    return _smallest(_Sample(keys, index, rows), m)
 
 
 def _stack(a: Any, b: Any) -> Any:
@@ -96,19 +100,31 @@ def _merge_samples(a: _Sample, b: _Sample, m: int) -> _Sample:
     )
 
 
-def _sample_block_at(block: Any, start: int, m: int, seed: int, offset: int) -> _Sample:
-    return _sample_block(block, start + offset, m, seed)
+def _sample_block_at(block: Any, start: int, m: int, seed: int, offset: int, below: float) -> _Sample:
+    return _sample_block(block, start + offset, m, seed, below)
 
 
-def sample_rider(size: int, seed: int, offset: int = 0) -> Rider:
+#: Rows below the key cutoff of a carried sample, in expectation, per row sampled: with twice as many
+#: expected, fewer than ``size`` fall below it with probability about exp(-size / 4).
+CUTOFF_MARGIN = 2.0
+
+
+def sample_rider(size: int, seed: int, offset: int = 0, rows: int | None = None) -> Rider:
     """A uniform sample of ``size`` rows carried by another pass (:class:`~bigdr.blockwise.reduce.Rider`).
 
     Its value is ``(keys, index, rows)``; ``offset``: the global index of the
     pass's first row, so samples of successive batches merge
-    (:func:`merge_samples`) into a uniform sample of all of them.
+    (:func:`merge_samples`) into a uniform sample of all of them. ``rows``:
+    the pass's row count, when known: a block then holds only rows whose key
+    is below ``CUTOFF_MARGIN * size / rows`` (keys are uniform), a few per
+    block rather than ``size``; the sample is the same (the ``size`` smallest
+    keys of all rows lie below the cutoff but with probability about
+    ``exp(-size / 4)``, and it is then a smaller uniform sample).
     """
+    below = 1.0 if rows is None else min(1.0, CUTOFF_MARGIN * size / max(rows, 1))
     return Rider(
-        functools.partial(_sample_block_at, m=size, seed=seed, offset=offset), functools.partial(_merge_samples, m=size)
+        functools.partial(_sample_block_at, m=size, seed=seed, offset=offset, below=below),
+        functools.partial(_merge_samples, m=size),
     )
 
 

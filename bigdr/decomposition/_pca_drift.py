@@ -73,7 +73,7 @@ class ResidualDriftMixin:
     def _drift_sampler(self, Xd: da.Array, offset: int = 0) -> Rider | None:
         """The rider that draws the drift sample in the fit's first pass (None: too wide to sample)."""
         size = sample_size(Xd)
-        return sample_rider(size, getattr(self, "seed_", 0), offset) if size else None
+        return sample_rider(size, getattr(self, "seed_", 0), offset, rows=Xd.shape[0]) if size else None
 
     def _drift_from_sample(self, sample: Any, keep: bool, merge: bool = False) -> None:
         """Set ``drift_threshold_`` from a drift sample (``(keys, index, rows)``; None: Box's rule).

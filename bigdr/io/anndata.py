@@ -419,6 +419,8 @@ def write_anndata(
 #: dask array name -> the names of its columns' genes, for arrays read from AnnData: the names
 #: themselves (an object in memory) or ``(path, positions)`` (a file, its var index read when asked).
 _VAR_NAMES: dict[str, Any] = {}
+#: Arrays whose genes are remembered (each may hold the names of 40,000 genes).
+VAR_NAMES_KEPT = 256
 
 
 def per_gene(dataset: str | None) -> bool:
@@ -445,6 +447,8 @@ def note_var_names(arr: da.Array, source: Any, before: Any = None) -> da.Array:
         source = _VAR_NAMES.get(before.name)
     if source is not None:
         _VAR_NAMES[arr.name] = source
+        while len(_VAR_NAMES) > VAR_NAMES_KEPT:  # read by the fit that follows; the oldest go
+            del _VAR_NAMES[next(iter(_VAR_NAMES))]
     return arr
 
 

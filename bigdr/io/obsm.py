@@ -326,6 +326,8 @@ def _place_loadings(store: str, entries: dict[str, Any], genes: Any) -> dict[str
                     f"object, or a view such as adata[:, adata.var['highly_variable']]), not on its matrix."
                 )
             continue
+        if len(genes) == len(names) and np.array_equal(np.asarray(genes, dtype=object), names):
+            continue  # the store's own genes, in its order (repeated names included)
         index = pd.Index(names)
         if not index.is_unique:
             raise ValueError(f"{store} repeats var names, so loadings cannot be placed by gene; make them unique.")
@@ -333,8 +335,6 @@ def _place_loadings(store: str, entries: dict[str, Any], genes: Any) -> dict[str
         if (positions < 0).any():
             missing = genes[positions < 0][0]
             raise ValueError(f"The model was fitted on genes {store} does not have (such as {missing!r}).")
-        if np.array_equal(positions, np.arange(len(names))):
-            continue
         full = np.zeros((len(names), rows.shape[1]), dtype=rows.dtype)
         full[positions] = rows
         out[name] = full
