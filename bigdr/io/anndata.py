@@ -249,14 +249,13 @@ def view_selection(adata: Any) -> Selection:
         return None
     import h5py
     import pandas as pd
-    from anndata.io import read_elem
 
     root = _root(str(adata.filename))
     try:
         picked: list[np.ndarray | None] = []
         for axis, names in (("obs", adata.obs_names), ("var", adata.var_names)):
             group = root[axis]
-            stored = read_elem(group[group.attrs.get("_index", "_index")])
+            stored = _column(group[group.attrs.get("_index", "_index")])
             if len(names) == len(stored) and bool(np.all(np.asarray(names) == np.asarray(stored))):
                 picked.append(None)
                 continue
@@ -466,17 +465,29 @@ def var_frame(path: str, columns: list[str]) -> tuple[np.ndarray, dict[str, np.n
     """The var index of an AnnData file or store (object array) and those of ``columns`` it has,
     read with anndata's own reader (no matrix is read)."""
     import h5py
-    from anndata.io import read_elem
 
     root = _root(path)
     try:
         var = root["var"]
-        names = np.asarray([str(v) for v in read_elem(var[var.attrs.get("_index", "_index")])], dtype=object)
-        found = {c: np.asarray(read_elem(var[c])) for c in columns if c in var}
+        names = np.asarray([str(v) for v in _column(var[var.attrs.get("_index", "_index")])], dtype=object)
+        found = {c: np.asarray(_column(var[c])) for c in columns if c in var}
     finally:
         if isinstance(root, h5py.File):
             root.close()
     return names, found
+
+
+def _column(node: Any) -> Any:
+    """A column of an AnnData dataframe as stored: strings and booleans read directly (anndata, which
+    imports zarr, is not needed to fit from an ``.h5ad`` file); encoded ones (categoricals, nullable) by
+    anndata's own reader."""
+    if hasattr(node, "shape") and hasattr(node, "dtype"):
+        if hasattr(node, "asstr") and node.dtype.kind in "OS":  # h5py strings
+            return node.asstr()[:]
+        return node[:]
+    from anndata.io import read_elem
+
+    return read_elem(node)
 
 
 def select_genes(arr: da.Array, path: str, genes: Any) -> da.Array:
