@@ -43,10 +43,7 @@ class JoinedRider(Rider):
 
     def __init__(self, first: Rider, second: Rider) -> None:
         self.first, self.second = first, second
-        super().__init__(
-            functools.partial(_joined, first.kernel, second.kernel),
-            functools.partial(_merge_carried, first.merge, second.merge),
-        )
+        super().__init__(*joined(first.kernel, first.merge, second))
 
     @property
     def value(self) -> Any:

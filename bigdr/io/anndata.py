@@ -282,6 +282,20 @@ def view_selection(adata: Any) -> Selection:
     return rows, picked[1]
 
 
+def anndata_input(X: Any, dataset: str | None) -> tuple[Any, str | None, Selection, Any]:
+    """What a reader reads for input ``X``: ``(source, element, selection, genes)``.
+
+    For an AnnData object its matrix or file and element (:func:`anndata_source`)
+    and a backed view's cells and genes (:func:`view_selection`); other input
+    as it is. ``genes``: where its columns' genes are named (:func:`var_source`).
+    """
+    genes = var_source(X, dataset)
+    if not is_anndata_object(X):
+        return X, dataset, None, genes
+    selection = view_selection(X)
+    return (*anndata_source(X, dataset), selection, genes)
+
+
 def _take(block: Any, rows: np.ndarray | None = None, columns: np.ndarray | None = None) -> Any:
     block = block if rows is None else block[rows]
     return block if columns is None else block[:, columns]

@@ -17,7 +17,7 @@ import dask.array as da
 import numpy as np
 
 from .._validation import check_block_finite
-from .anndata import anndata_source, is_anndata_object, note_var_names, take_view, var_source, view_selection
+from .anndata import anndata_input, note_var_names, take_view
 from .chunks import ChunkFiles
 
 #: Target size of one dask chunk. Large enough that per-task overhead (about
@@ -245,10 +245,8 @@ def as_array(
             return again
         # The store has changed shape since (rows appended): the array stays the rows it was.
     base = None
-    selection, genes, given = None, var_source(X, dataset), X
-    if is_anndata_object(X):  # its X (or dataset), or its file (and a view's subset of it) when backed
-        selection = view_selection(X)
-        X, dataset = anndata_source(X, dataset)
+    given = X
+    X, dataset, selection, genes = anndata_input(X, dataset)  # an AnnData's matrix or file, and a view's subset
     if type(X).__module__.startswith("xarray") and hasattr(X, "dims"):
         X = X.data  # an xarray DataArray: its numpy or dask array (rows along the first dimension)
     # An array that already went through as_array keeps its check: passing it on

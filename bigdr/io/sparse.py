@@ -178,12 +178,10 @@ def as_sparse_array(X: Any, name: str = "X", min_rows: int = 2, dataset: str | N
 
     import scipy.sparse as sp
 
-    from .anndata import anndata_source, is_anndata_object, note_var_names, take_view, var_source, view_selection
+    from .anndata import anndata_input, note_var_names, take_view
 
-    selection, genes, given = None, var_source(X, dataset), X
-    if is_anndata_object(X):  # its matrix, or its file (and a view's subset of it) when backed
-        selection = view_selection(X)
-        X, dataset = anndata_source(X, dataset)
+    given = X
+    X, dataset, selection, genes = anndata_input(X, dataset)  # an AnnData's matrix or file, and a view's subset
     if isinstance(X, (str, os.PathLike)):
         path = str(X)
         if is_sparse_zarr(path):
