@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from sklearn.decomposition import PCA as SkPCA
 
 import bigdr
+from bigdr.core import stats
 from bigdr.io import as_sparse_array, is_sparse_input, write_sparse_zarr
 from bigdr.runtime.compute import progress
 
@@ -74,22 +75,45 @@ def test_sparse_in_memory_equals_dense(data, kind):
     np.testing.assert_allclose(Y * np.sign(Y[0]) * np.sign(dense[0]), dense, atol=1e-9)
 
 
-def test_sparse_blocks_are_never_densified(data, monkeypatch):
+def test_sparse_blocks_are_densified_only_in_bounded_pieces(data, monkeypatch):
     X, ref = data
     p = X.shape[1]
+    monkeypatch.setattr(stats, "DENSE_PART_BYTES", 8 * p * 100)  # pieces of 256 rows (the least the gemm takes)
+    shapes = []
 
-    def refuse(self, *args, **kwargs):  # the p x p Gram of a block may be made dense; rows may not
-        assert self.shape == (p, p), f"a {self.shape} block of rows was densified"
+    def bounded(self, *args, **kwargs):  # the p x p Gram of a block may be made dense; rows only in pieces
+        assert self.shape == (p, p) or self.shape[0] <= 256, f"a {self.shape} block of rows was densified"
+        shapes.append(self.shape)
         return original(self, *args, **kwargs)
 
     original = sp.csr_matrix.toarray
     for cls in (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix):
-        monkeypatch.setattr(cls, "toarray", refuse)
+        monkeypatch.setattr(cls, "toarray", bounded)
     model = bigdr.PCA(4).fit(X)
+    assert (256, p) in shapes  # the covariance of these 19%-dense rows went through dense pieces
+    check_equal(model, ref)
     model.transform(X)
     Y, beyond = model.embed_with_drift(X)
     da.compute(Y, beyond)
     bigdr.PCA(4, svd_solver="randomized", n_iter=4, random_state=0).fit(X)
+
+
+@pytest.mark.parametrize("density", [0.0, 0.1, 0.3, 1.0])
+@pytest.mark.parametrize("route", ["gemm", "sparse product"])
+def test_both_routes_of_a_blocks_scatter_equal_the_dense_formula(density, route, monkeypatch):
+    """Dense pieces and the sparse product ``X^T X`` give the same scatter, whichever the density decides."""
+    monkeypatch.setattr(stats, "DENSE_GRAM_DENSITY", 0.0 if route == "gemm" else 2.0)
+    monkeypatch.setattr(stats, "DENSE_PART_BYTES", 8 * 30 * 300)  # several pieces: 300 rows each of 30 columns
+    rng = np.random.default_rng(7)
+    X = sp.random(1000, 30, density=density, format="csr", random_state=3, dtype=np.float32)
+    X.data = np.log1p(rng.poisson(3.0, X.nnz)).astype(np.float32)
+    got = stats.sparse_moments(X)
+    D = X.toarray().astype(np.float64)
+    mean = D.mean(axis=0)
+    expected = (D - mean).T @ (D - mean)
+    assert got.n == 1000
+    np.testing.assert_allclose(got.mean, mean, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(got.scatter, expected, rtol=0, atol=1e-12 * max(1.0, np.abs(expected).max()))
 
 
 def test_randomized_regime_equals_the_dense_one_and_reaches_the_exact_components(data):
