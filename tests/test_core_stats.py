@@ -1,5 +1,6 @@
 import dask.array as da
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -95,3 +96,25 @@ def test_extremes_merged_over_blocks_equal_those_of_all_rows():
     for p in parts[1:]:
         merged = merge_extremes(merged, p)
     np.testing.assert_allclose(merged, whole, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["dense float32", "dense float64", "csr 40%", "csr 2%"])
+def test_gram_block_equals_the_uncentred_product_on_every_route(kind, monkeypatch):
+    """TruncatedSVD's ``X^T X``: float64 gemm on pieces (dense, or CSR at or above the density rule), else the
+    sparse product; all equal the float64 formula, whatever the pieces."""
+    import scipy.sparse as sp
+
+    from bigdr.core import stats
+
+    monkeypatch.setattr(stats, "SUB_BLOCK_ROWS", 150)
+    monkeypatch.setattr(stats, "DENSE_PART_BYTES", 8 * 9 * 150)
+    rng = np.random.default_rng(11)
+    if kind.startswith("dense"):
+        X = (rng.standard_normal((700, 9)) + 3).astype(np.float32 if "32" in kind else np.float64)
+        D = X.astype(np.float64)
+    else:
+        X = sp.random(700, 9, density=0.4 if "40" in kind else 0.02, format="csr", random_state=2, dtype=np.float32)
+        D = X.toarray().astype(np.float64)
+    G = stats.gram_block(X)
+    assert G.dtype == np.float64 and G.shape == (9, 9)
+    np.testing.assert_allclose(G, D.T @ D, rtol=1e-13, atol=1e-12)

@@ -87,8 +87,7 @@ def moments_block(block: Any, diagonal: bool = False, first_row: int = 0) -> Mom
     :func:`sparse_moments` takes for dense-ish blocks.
     """
     n, p = block.shape
-    sparse = hasattr(block, "tocsr")
-    dtype = np.dtype(np.float64) if sparse else block.dtype
+    dtype = np.dtype(np.float64) if hasattr(block, "tocsr") else block.dtype
     shift = np.asarray(block[: min(n, 1024)].mean(axis=0, dtype=np.float64)).ravel()
     shift_t = shift.astype(dtype, copy=False)
     if diagonal:
@@ -96,21 +95,51 @@ def moments_block(block: Any, diagonal: bool = False, first_row: int = 0) -> Mom
         sums = centred.sum(axis=0, dtype=np.float64)
         about_shift = np.einsum("ij,ij->j", centred, centred, dtype=np.float64)
     else:
-        rows = min(n, max(256, DENSE_PART_BYTES // (8 * max(p, 1))) if sparse else SUB_BLOCK_ROWS)
-        buf = np.empty((rows, p + 1), dtype=dtype)
-        buf[:, p] = 1
-        gram = np.zeros((p + 1, p + 1))
-        for start in range(0, n, rows):
-            part = buf[: min(rows, n - start)]
-            piece = block[start : start + rows]
-            np.subtract(piece.toarray() if sparse else piece, shift_t, out=part[:, :p])
-            gram += part.T @ part
+        gram = _bordered_gram(block, shift_t)
         sums, about_shift = gram[:p, p], gram[:p, :p]
     if not np.isfinite(sums).all():
         check_block_finite(block, first_row)  # raises the error that names the problem
     d = sums / n
     correction = n * d * d if diagonal else n * np.outer(d, d)
     return Moments(n, shift + d, about_shift - correction)
+
+
+def _bordered_gram(block: Any, shift: np.ndarray) -> np.ndarray:
+    """``B^T B`` (float64, p + 1 square) of ``B = [X - 1 shift^T, 1]``, one gemm per piece of rows in ``shift``'s dtype.
+
+    Dense blocks are taken :data:`SUB_BLOCK_ROWS` rows at a time, CSR blocks
+    densified at most :data:`DENSE_PART_BYTES` at a time.
+    """
+    n, p = block.shape
+    sparse = hasattr(block, "tocsr")
+    rows = min(n, max(256, DENSE_PART_BYTES // (8 * max(p, 1))) if sparse else SUB_BLOCK_ROWS)
+    buf = np.empty((rows, p + 1), dtype=shift.dtype)
+    buf[:, p] = 1
+    gram = np.zeros((p + 1, p + 1))
+    for start in range(0, n, rows):
+        part = buf[: min(rows, n - start)]
+        piece = block[start : start + rows]
+        np.subtract(piece.toarray() if sparse else piece, shift, out=part[:, :p])
+        gram += part.T @ part
+    return gram
+
+
+def _pieces_pay(block: Any) -> bool:
+    """Whether a block's Gram is a gemm on dense pieces: a dense block, or CSR at least
+    :data:`DENSE_GRAM_DENSITY` full."""
+    n, p = block.shape
+    return not hasattr(block, "tocsr") or (n > 0 and block.nnz >= DENSE_GRAM_DENSITY * n * p)
+
+
+def gram_block(block: Any, first_row: int = 0) -> np.ndarray:
+    """The uncentred ``X^T X`` (float64, p x p) of a dense or CSR row block, never the whole block dense
+    in float64: a gemm on float64 pieces, or the sparse product for CSR blocks below
+    :data:`DENSE_GRAM_DENSITY`. Called as ``(block, first_row)`` by the tree reduction."""
+    p = block.shape[1]
+    if _pieces_pay(block):
+        return _bordered_gram(block, np.zeros(p))[:p, :p]
+    X = block.astype(np.float64)
+    return (X.T @ X).toarray()
 
 
 def scatter_moments(block: np.ndarray, first_row: int = 0) -> Moments:
@@ -131,8 +160,8 @@ def sparse_moments(block: Any, diagonal: bool = False, first_row: int = 0) -> Mo
     place of the scatter: nothing for log-counts or TF-IDF, whose means are of
     the order of their spread.
     """
-    n, p = block.shape
-    if not diagonal and n and block.nnz >= DENSE_GRAM_DENSITY * n * p:
+    n = block.shape[0]
+    if not diagonal and _pieces_pay(block):
         return moments_block(block, first_row=first_row)
     if diagonal:  # sums read from the values as stored: no float64 copy of the block, nor of its square
         sums, squares = column_sums(block)

@@ -20,7 +20,7 @@ from ..base import BigdrEstimator, chunk_bytes_of, wants_numpy
 from ..blockwise.linalg import krylov_bytes, krylov_plan, scatter_eig_with_columns
 from ..blockwise.reduce import column_statistics, merged_bytes, tree_reduce
 from ..core.eigen import LONG_EIGH, flip_signs, top_eigh
-from ..core.stats import merge_moments
+from ..core.stats import gram_block, merge_moments
 from ..exceptions import ConvergenceWarning
 from ..io import as_array, as_sparse_array, is_sparse_input
 from ..io.obsm import scanpy_pca_entries, scanpy_pca_names
@@ -32,13 +32,6 @@ ALGORITHMS = ("randomized", "covariance", "arpack")
 #: Krylov converges in far fewer); a narrower block (:func:`~bigdr.blockwise.linalg.krylov_plan`) fills the same
 #: Krylov space in proportionally more passes.
 MAX_ITER = 20
-
-
-def _gram_block(block: Any, first_row: int = 0) -> np.ndarray:
-    """``X^T X`` of one row block in float64 (sparse blocks stay sparse until the p x p product)."""
-    X = block.astype(np.float64)
-    G = X.T @ X
-    return G.toarray() if hasattr(G, "toarray") else np.asarray(G)
 
 
 def _project(block: Any, V: np.ndarray) -> np.ndarray:
@@ -185,7 +178,7 @@ class TruncatedSVD(BigdrEstimator):
             (col,) = compute(column_statistics(Xd))
         elif self.algorithm == "covariance":
             (gram, col) = compute(
-                tree_reduce(Xd, _gram_block, np.add, with_offset=True),
+                tree_reduce(Xd, gram_block, np.add, with_offset=True),
                 column_statistics(Xd),
             )
             self._gram = gram
@@ -240,7 +233,7 @@ class TruncatedSVD(BigdrEstimator):
         self._check_memory(Xd)
         self._note_genes(X, Xd, first=not hasattr(self, "_gram"))
         gram, col = compute(
-            tree_reduce(Xd, _gram_block, np.add, with_offset=True),
+            tree_reduce(Xd, gram_block, np.add, with_offset=True),
             column_statistics(Xd),
         )
         if hasattr(self, "_gram"):
