@@ -458,6 +458,7 @@ def run_umap() -> tuple[dict, str]:
 
 def umap_markdown(runs: dict) -> str:
     rows = []
+    per_batch = {w: _med([x["seconds"] for x in r["steps"][1:]]) for w, r in runs.items()}
     for w, r in runs.items():
         st = r["steps"]
         moved = [x["moved_since_last"]["median"] for x in st]
@@ -481,7 +482,7 @@ numba may use both vCPUs for UMAP. Each method in a fresh process.
 In this run, umap-learn's first `update` moved the earlier points by a fifth of the embedding's extent, so any coordinates
 stored or shown before it are stale; later updates barely moved them (its optimisation then hardly touches old
 points). bigdr's updates move earlier rows by about 1e-5 of the extent per batch (aligned by Procrustes), and
-cost about half of UMAP's per batch here.
+cost {per_batch["bigdr-isomap"] / per_batch["umap"]:.2f} of UMAP's per batch here (medians of the later batches).
 """
 
 
