@@ -387,3 +387,28 @@ def test_estimators_report_their_graph_recall(manifold_50d, tmp_path):
         exact = cls(n_components=2, n_neighbors=10, neighbor_method="kdtree").fit(X[:, :10])
         assert exact.graph_recall_ == 1.0
     assert bigdr.Isomap(n_components=2, n_neighbors=None, radius=3.0).fit(X).graph_recall_ is None
+
+
+def test_faiss_searches_a_large_index_in_locality_order_with_the_same_answers(monkeypatch, manifold_50d):
+    """Queries against a large index are searched grouped by their nearest k-means centroid (for the cache);
+    each row's answer is the one the block's own order gives."""
+    pytest.importorskip("faiss")
+    import bigdr.graph.backends as backends
+
+    X = np.ascontiguousarray(manifold_50d, dtype=np.float32)
+    monkeypatch.setattr(backends, "LOCALITY_MIN_ROWS", 1000)
+    index = NeighborIndex(method="faiss", random_state=0).fit(X)
+    backend = index._backend
+    assert backend._centroids.shape == (backends.LOCALITY_CENTROIDS, X.shape[1])
+    q = X[::-1][:1500] + 1e-3  # rows in an order the centroids rearrange
+    order = backend._locality_order(backend._prepare(q))
+    assert sorted(order.tolist()) == list(range(len(q))) and order.tolist() != list(range(len(q)))
+    ordered = index.query_block(q, 10)
+    centroids, backend._centroids = backend._centroids, None
+    plain = index.query_block(q, 10)
+    np.testing.assert_array_equal(ordered[0], plain[0])
+    np.testing.assert_array_equal(ordered[1], plain[1])
+    backend._centroids = centroids
+    assert backend._locality_order(backend._prepare(q[:10])) is None  # a small block: not worth ordering
+    small = NeighborIndex(method="faiss", random_state=0).fit(X[:500])
+    assert small._backend._centroids is None

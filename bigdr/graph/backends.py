@@ -282,6 +282,16 @@ class NNDescentBackend(Backend):
         return ind[:, : k + 1], dist[:, : k + 1]
 
 
+#: A block of queries against a large faiss index is searched in the order of each row's nearest of this
+#: many k-means centroids of the stored rows, so that consecutive searches walk the same part of the graph and
+#: find it in cache; every row's answer is the same. One-off (1M x 50 single-cell PCs, 250,000 stored rows
+#: queried in blocks of 31,250 and 62,500 on 2 threads, efSearch 128): 16.0 and 15.8 s in row order, 12.0 and
+#: 12.1 s ordered by 64 centroids, 11.6 and 11.4 s by 256, 12.0 and 11.5 s by 1,024.
+LOCALITY_CENTROIDS = 256
+#: Stored rows from which queries are put in that order (a smaller index stays in cache whatever the order).
+LOCALITY_MIN_ROWS = 100_000
+
+
 class FaissBackend(Backend):
     """faiss's HNSW index. Options: ``hnsw_m`` (graph degree, 16), ``ef_construction`` (64), ``ef_search`` (64;
     at least twice ``k`` at query time). Measured on manifolds of intrinsic dimension
@@ -305,6 +315,20 @@ class FaissBackend(Backend):
         faiss.omp_set_num_threads(self._own_threads())
         index.add(data)
         self._index = index
+        self._centroids = self._locality_centroids(data)
+
+    def _locality_centroids(self, data: np.ndarray) -> np.ndarray | None:
+        """k-means centroids of a sample of the stored rows that order query blocks (:data:`LOCALITY_CENTROIDS`)."""
+        import faiss
+
+        n = len(data)
+        if n < LOCALITY_MIN_ROWS:
+            return None
+        rng = np.random.default_rng(self.random_state)
+        sample = data[np.sort(rng.choice(n, min(n, 40 * LOCALITY_CENTROIDS), replace=False))]
+        kmeans = faiss.Kmeans(data.shape[1], LOCALITY_CENTROIDS, niter=10, seed=int(rng.integers(2**31)))
+        kmeans.train(sample)
+        return np.asarray(kmeans.centroids, dtype=np.float32)
 
     def _own_threads(self) -> int:
         """Threads of work done once on the whole index (build, calibration): a task's one inside a cell."""
@@ -323,11 +347,26 @@ class FaissBackend(Backend):
         params.efSearch = width * max(int(self.options.get("ef_search", 64)), 2 * k)
         faiss.omp_set_num_threads(1)  # one dask task, one thread (as BLAS is capped)
         q = self._prepare(block)
-        score, ind = self._index.search(q, k, params=params)
+        order = self._locality_order(q)
+        if order is None:
+            score, ind = self._index.search(q, k, params=params)
+        else:  # searched in cache-friendly order, answered in the block's
+            score, ind = np.empty((len(q), k), np.float32), np.empty((len(q), k), np.int64)
+            score[order], ind[order] = self._index.search(q[order], k, params=params)
         short = np.flatnonzero((ind < 0).any(axis=1))
         if len(short):  # the graph search ended with fewer than k rows (-1): search the stored rows exactly
             score[short], ind[short] = faiss.downcast_index(self._index.storage).search(q[short], k)
         return ind.astype(np.int64), self._distances(score)
+
+    def _locality_order(self, q: np.ndarray) -> np.ndarray | None:
+        """The rows of ``q`` grouped by their nearest locality centroid; None when there are none."""
+        centroids = self.__dict__.get("_centroids")  # absent from indexes pickled by bigdr < 0.3
+        if centroids is None or len(q) < 2 * len(centroids):
+            return None
+        import faiss
+
+        _, nearest = faiss.knn(q, centroids, 1)
+        return np.argsort(nearest[:, 0], kind="stable")
 
     def _distances(self, score: np.ndarray) -> np.ndarray:
         """faiss's scores (squared L2, or inner products of unit rows) as the metric's distances."""
