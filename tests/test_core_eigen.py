@@ -64,11 +64,14 @@ def _knn_laplacian(X: np.ndarray, k: int):
     return (sp.identity(len(d)) - S).tocsr()
 
 
-@pytest.mark.parametrize("threads", [1, 3])
-def test_filtered_lanczos_equals_dense_smallest_eigenpairs(threads):
-    """ARPACK on a Chebyshev polynomial of L: the k smallest eigenpairs of L, as LAPACK finds them."""
+@pytest.mark.parametrize("threads, banded", [(1, False), (3, False), (2, True)])
+def test_filtered_lanczos_equals_dense_smallest_eigenpairs(threads, banded, monkeypatch):
+    """ARPACK on a Chebyshev polynomial of L: the k smallest eigenpairs of L, as LAPACK finds them, also when
+    solved in a banded order (large graphs) and given back in the caller's."""
+    import bigdr.core.filtered_lanczos as fl
     from bigdr.core.filtered_lanczos import filtered_lanczos
 
+    monkeypatch.setattr(fl, "BANDED_MIN_ROWS", 1 if banded else 10**9)
     rng = np.random.default_rng(0)
     # Eight touching clusters in 12 dimensions: a crowded low end of the spectrum, as on single-cell data
     X = np.concatenate([rng.normal(size=(250, 12)) + 1.5 * rng.normal(size=12) for _ in range(8)])
@@ -82,3 +85,23 @@ def test_filtered_lanczos_equals_dense_smallest_eigenpairs(threads):
     assert np.linalg.norm(L @ V - V * w, axis=0).max() == pytest.approx(residual)
     sine = np.linalg.norm(V - U[:, :k] @ (U[:, :k].T @ V), 2)  # the span of the k vectors
     assert sine <= 1e-6
+
+
+def test_banded_is_the_symmetric_permutation_of_small_bandwidth():
+    import scipy.sparse as sp
+
+    from bigdr.core.csr_rows import banded
+
+    rng = np.random.default_rng(3)
+    A = _knn_laplacian(rng.uniform(size=(400, 2)) * [20, 1], 6)  # a strip, its rows in random order
+    B, order = banded(A)
+    np.testing.assert_array_equal(np.sort(order), np.arange(400))
+    np.testing.assert_array_equal(B.toarray(), A.toarray()[np.ix_(order, order)])
+    x = rng.standard_normal(400)
+    np.testing.assert_allclose((B @ x[order]), (A @ x)[order], rtol=1e-12, atol=1e-12)
+
+    def bandwidth(M):
+        coo = M.tocoo()
+        return int(np.abs(coo.row - coo.col).max())
+
+    assert bandwidth(B) < bandwidth(A) / 4
