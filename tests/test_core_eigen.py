@@ -88,7 +88,6 @@ def test_filtered_lanczos_equals_dense_smallest_eigenpairs(threads, banded, monk
 
 
 def test_banded_is_the_symmetric_permutation_of_small_bandwidth():
-
     from bigdr.core.csr_rows import banded
 
     rng = np.random.default_rng(3)
