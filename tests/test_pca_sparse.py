@@ -367,7 +367,7 @@ def test_implicit_scaling_equals_scanpy_scale_then_pca(data):
 @given(
     n=st.integers(1, 40),
     p=st.integers(1, 30),
-    k=st.integers(1, 7),
+    k=st.integers(1, 50),  # column tiles of 20 and 8: whole, padded and mixed
     density=st.floats(0.0, 1.0),
     dtype=st.sampled_from([np.float32, np.float64, np.int64]),
     big_index=st.booleans(),
@@ -378,6 +378,8 @@ def test_fused_normal_product_equals_the_dense_formula(n, p, k, density, dtype, 
     """``Xc^T (Xc Z)`` from the fused CSR kernel, and the column means and variances, equal the dense formulas,
     for float32 values read as stored, integer counts, 64-bit indices, empty rows, and duplicate, unsorted
     entries (which add up)."""
+    import numba
+
     from bigdr.core.sparse_products import centred_normal_product
     from bigdr.core.stats import sparse_column_moments
 
@@ -393,7 +395,9 @@ def test_fused_normal_product_equals_the_dense_formula(n, p, k, density, dtype, 
     Z, mean = rng.standard_normal((p, k)), rng.standard_normal(p)
     Xc = dense - mean
     expected = Xc.T @ (Xc @ Z)
+    slp = numba.core.config.SLP_VECTORIZE
     got = centred_normal_product(M, Z, mean, chunk=chunk)  # rows gathered, then scattered, chunk by chunk
+    assert numba.core.config.SLP_VECTORIZE == slp  # switched on only while the kernels compile
     assert got.dtype == np.float64 and got.shape == (p, k)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10 * (1 + np.abs(expected).max()))
     moments = sparse_column_moments(M)  # the column statistics' kernel, on the same blocks
