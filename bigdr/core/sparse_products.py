@@ -66,7 +66,10 @@ def _with_slp(kernel: Any, args: tuple[Any, ...]) -> None:
 
 @numba.njit(nogil=True, cache=True)
 def _tile20(data, indices, indptr, Z, shift, out, colsum, Y):  # pragma: no cover (compiled)
-    """20 columns of :func:`centred_normal_product`: each row's 20 sums held in registers."""
+    """20 columns of :func:`centred_normal_product`: each row's 20 sums held in registers.
+
+    Written out column by column with literal column indices: an offset into a wider ``Z`` known only at
+    run time kept LLVM from packing the sums into SIMD registers (its possible negative wrap-around)."""
     n, chunk = indptr.size - 1, Y.shape[0]
     for r0 in range(0, n, chunk):
         r1 = min(n, r0 + chunk)
