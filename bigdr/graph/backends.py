@@ -288,13 +288,8 @@ class NNDescentBackend(Backend):
 #: queried in blocks of 31,250 and 62,500 on 2 threads, efSearch 128): 16.0 and 15.8 s in row order, 12.0 and
 #: 12.1 s ordered by 64 centroids, 11.6 and 11.4 s by 256, 12.0 and 11.5 s by 1,024.
 LOCALITY_CENTROIDS = 256
-#: Stored rows from which queries are put in that order (a smaller index stays in cache whatever the order),
-#: and the stored rows inserted in it: consecutive insertions then search the same part of the graph too
-#: (one-off, 1M x 50 single-cell PCs, 2 threads: the build 33.3 s against 40.5 s in row order, recall@15
-#: at efSearch 128 0.9914 against 0.9925 on 2,000 rows).
+#: Stored rows from which queries are put in that order (a smaller index stays in cache whatever the order).
 LOCALITY_MIN_ROWS = 100_000
-#: Rows inserted into an HNSW index per call (the locality order copies them: a bounded copy).
-ADD_ROWS = 100_000
 
 
 class FaissBackend(Backend):
@@ -318,12 +313,9 @@ class FaissBackend(Backend):
         # scheduler's threads (OMP_NUM_THREADS=1, set to keep BLAS to a thread per task, would
         # otherwise leave the others idle: 1M x 50 rows, 78 s on one thread, 43 s on two).
         faiss.omp_set_num_threads(self._own_threads())
-        self._centroids = self._locality_centroids(data)
-        order = self._locality_order(data)
-        self._ids = order  # index slot -> stored row (None: the rows' own order)
-        for start in range(0, len(data), ADD_ROWS):  # inserted in locality order, a bounded copy at a time
-            index.add(data[start : start + ADD_ROWS] if order is None else data[order[start : start + ADD_ROWS]])
+        index.add(data)
         self._index = index
+        self._centroids = self._locality_centroids(data)
 
     def _locality_centroids(self, data: np.ndarray) -> np.ndarray | None:
         """k-means centroids of a sample of the stored rows that order query blocks (:data:`LOCALITY_CENTROIDS`)."""
@@ -364,9 +356,6 @@ class FaissBackend(Backend):
         short = np.flatnonzero((ind < 0).any(axis=1))
         if len(short):  # the graph search ended with fewer than k rows (-1): search the stored rows exactly
             score[short], ind[short] = faiss.downcast_index(self._index.storage).search(q[short], k)
-        ids = self.__dict__.get("_ids")  # absent from indexes pickled by bigdr < 0.3
-        if ids is not None:  # index slots -> stored rows
-            ind = np.where(ind >= 0, ids[np.maximum(ind, 0)], ind)
         return ind.astype(np.int64), self._distances(score)
 
     def _locality_order(self, q: np.ndarray) -> np.ndarray | None:
