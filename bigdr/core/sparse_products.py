@@ -45,7 +45,7 @@ def _with_slp(kernel: Any, args: tuple[Any, ...]) -> None:
 
     numba leaves SLP off by default (numba PR #8852: miscompilations it saw elsewhere); it is switched on
     here only while this kernel compiles, under numba's compiler lock, and the tests check its results
-    against the dense formula. Without it the tile runs as scalar code (one-off: 110 ms against 44 ms
+    against the dense formula. Without it the tile runs as scalar code (one-off: 115 ms against 47 ms
     for the block of the module docstring).
     """
     from numba.core import config as numba_config
