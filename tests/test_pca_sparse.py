@@ -367,7 +367,7 @@ def test_implicit_scaling_equals_scanpy_scale_then_pca(data):
 @given(
     n=st.integers(1, 40),
     p=st.integers(1, 30),
-    k=st.integers(1, 50),  # column tiles of 20 and 8: whole, padded and mixed
+    k=st.integers(1, 50),  # column tiles of 20: one, several, the last padded
     density=st.floats(0.0, 1.0),
     dtype=st.sampled_from([np.float32, np.float64, np.int64]),
     big_index=st.booleans(),
@@ -397,7 +397,7 @@ def test_fused_normal_product_equals_the_dense_formula(n, p, k, density, dtype, 
     expected = Xc.T @ (Xc @ Z)
     slp = numba.core.config.SLP_VECTORIZE
     got = centred_normal_product(M, Z, mean, chunk=chunk)  # rows gathered, then scattered, chunk by chunk
-    assert numba.core.config.SLP_VECTORIZE == slp  # switched on only while the kernels compile
+    assert numba.core.config.SLP_VECTORIZE == slp  # switched on only while the kernel compiles
     assert got.dtype == np.float64 and got.shape == (p, k)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10 * (1 + np.abs(expected).max()))
     moments = sparse_column_moments(M)  # the column statistics' kernel, on the same blocks

@@ -247,6 +247,5 @@ def centred_normal_product(block: Any, Z: np.ndarray, mean: np.ndarray, chunk: i
         _with_slp(_tile20, args)
         _tile20(*args)
         out -= np.outer(m, colsum)
-        parts.append(out)
-    out = np.concatenate(parts, axis=1) if parts else np.zeros((p, 0))
-    return out if out.shape[1] == k else np.ascontiguousarray(out[:, :k])
+        parts.append(out[:, : min(TILE, k - o)])
+    return np.concatenate(parts, axis=1) if parts else np.zeros((p, 0))
