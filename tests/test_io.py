@@ -87,6 +87,39 @@ def test_non_finite_detected_lazily_inside_the_pass(value):
         A.sum().compute()
 
 
+def test_rows_in_memory_gives_numpy_input_itself_after_the_check(rng):
+    from bigdr.io import rows_in_memory
+
+    X = rng.standard_normal((1000, 5)).astype(np.float32)
+    A = as_array(X, chunk_bytes=4096)
+    assert A.numblocks[0] > 1
+    assert rows_in_memory(A) is X  # no copy of the rows
+    assert rows_in_memory(as_array(X, check_finite=False)) is X
+    Y = X.copy()
+    Y[777, 2] = np.nan
+    with pytest.raises(ValueError, match="row 777, column 2"):  # the check still runs, on its blocks
+        rows_in_memory(as_array(Y, chunk_bytes=4096))
+
+
+@pytest.mark.parametrize(
+    "make", [np.asfortranarray, lambda X: X.astype(np.float16), lambda X: da.from_array(X, chunks=(300, 5))]
+)
+def test_rows_in_memory_computes_what_is_not_one_c_array(rng, make):
+    from bigdr.io import rows_in_memory
+
+    X = rng.standard_normal((1000, 5)).astype(np.float32)
+    given = make(X)
+    rows = rows_in_memory(as_array(given))
+    assert rows is not given and rows.flags.c_contiguous
+    np.testing.assert_allclose(rows, X, rtol=1e-3)
+    np.testing.assert_array_equal(rows_in_memory(as_array(X)[:500]), X[:500])  # part of the array: computed
+
+
+def test_all_rows_models_keep_numpy_input_without_a_copy(rng):
+    X = rng.standard_normal((400, 3))
+    assert bigdr.DiffusionMap(2, n_neighbors=10).fit(X).reference_rows_ is X
+
+
 def test_huge_finite_values_are_not_flagged():
     X = np.full((10, 2), 1e308)  # the sum overflows; the values are finite
     assert np.isfinite(as_array(X).compute()).all()

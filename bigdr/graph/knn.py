@@ -13,7 +13,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from ..io import as_array, from_numpy
+from ..io import as_array, from_numpy, rows_in_memory
 from ..runtime.compute import compute
 from .backends import CALIBRATION_ROWS
 from .neighbors import (
@@ -234,8 +234,7 @@ def knn_graph(
         if not index.exact:
             ind, dist = requery_far_rows(Xd, index, ind, dist)
         return KNNGraph(ind, dist, metric, chosen, index)
-    (data,) = compute(Xd)
-    data = np.ascontiguousarray(data)
+    data = rows_in_memory(Xd)
     found = backend.self_graph(data, k, metric, random_state, options)
     ind_n, dist_n = drop_self(found[0].astype(np.int64), found[1].astype(np.float32), np.arange(n))
     graph = KNNGraph(from_numpy(ind_n, Xd.chunks[0]), from_numpy(dist_n, Xd.chunks[0]), metric, chosen)

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._validation import check_n_features
 from ..core.distances import CDIST_METRICS, KDTREE_METRICS
-from ..io import as_array
+from ..io import as_array, rows_in_memory
 from ..runtime.compute import compute, parallelism
 from .backends import (
     BACKENDS,
@@ -250,8 +250,7 @@ class NeighborIndex:
         check_metric(self.metric, self.method)
         checked = as_array(reference, name="reference", min_rows=1)
         # Rows already in this process are checked here: on a cluster they would travel to a worker and back
-        (ref,) = compute(checked, scheduler="threads") if isinstance(reference, np.ndarray) else compute(checked)
-        ref = np.ascontiguousarray(ref)
+        ref = rows_in_memory(checked, **({"scheduler": "threads"} if isinstance(reference, np.ndarray) else {}))
         n, dim = ref.shape
         self._key_name = f"bigdr-neighbor-index-{uuid.uuid4().hex}"
         method = choose_method(n, dim, self.metric, self.queried) if self.method == "auto" else self.method

@@ -12,6 +12,7 @@ from .read import (
     from_numpy,
     missing_chunks,
     open_zarr,
+    rows_in_memory,
     source_paths,
     with_finite_check,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "open_sparse_zarr",
     "open_zarr",
     "partial_path",
+    "rows_in_memory",
     "publish",
     "write_obsm",
     "read_attrs",

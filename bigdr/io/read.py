@@ -73,6 +73,10 @@ def _row_chunks(n: int, row_bytes: int, chunk_bytes: int, base: int | None) -> t
     return (rows,) * full + ((rest,) if rest else ())
 
 
+#: Name prefix of :func:`from_numpy`'s layer, whose source key holds the array itself.
+_NUMPY_PREFIX = "bigdr-numpy-"
+
+
 def from_numpy(X: np.ndarray, row_chunks: tuple[int, ...]) -> da.Array:
     """A dask array whose chunks are views of ``X``: no copy, no hashing.
 
@@ -83,7 +87,7 @@ def from_numpy(X: np.ndarray, row_chunks: tuple[int, ...]) -> da.Array:
     """
     from dask.highlevelgraph import HighLevelGraph
 
-    name = f"bigdr-numpy-{uuid.uuid4().hex}"
+    name = f"{_NUMPY_PREFIX}{uuid.uuid4().hex}"
     source = f"{name}-source"
     dsk: dict = {source: X}
     bounds = np.cumsum((0,) + tuple(row_chunks))
@@ -516,6 +520,51 @@ def _is_checked(X: da.Array) -> bool:
             return False
         (name,) = parents
     return True
+
+
+def rows_in_memory(X: da.Array, **compute_kwargs: Any) -> np.ndarray:
+    """All rows of ``X`` in this process, as one C-contiguous numpy array.
+
+    Numpy input as :func:`as_array` wraps it (row blocks that are views of
+    one C-contiguous array, under the lazy finite check or not) gives that
+    array itself, once the check has run on its blocks here: computing the
+    blocks and joining them would copy it (one-off, the 1M x 50 float32 rows
+    of the single-cell benchmark's diffusion map: 200 MB more through the
+    eigensolver, where its peak is). The caller must not modify it in place.
+    Anything else is computed (``compute_kwargs``: for the scheduler).
+    """
+    from ..runtime.compute import compute
+
+    source = _numpy_source(X)
+    if source is None:
+        (rows,) = compute(X, **compute_kwargs)
+        return np.ascontiguousarray(rows)
+    if X.name.startswith(_FINITE_PREFIX):  # the check, on views of the array's blocks
+        compute(*X.to_delayed().ravel(), scheduler="threads")
+    return source
+
+
+def _numpy_source(X: Any) -> np.ndarray | None:
+    """The array behind ``X`` when ``X`` is all of it as :func:`from_numpy` gave it (finite check or not)."""
+    if not isinstance(X, da.Array):
+        return None
+    graph = X.__dask_graph__()
+    name = X.name
+    if name.startswith(_FINITE_PREFIX):
+        parents = getattr(graph, "dependencies", {}).get(name, set())
+        if len(parents) != 1:
+            return None
+        (name,) = parents
+    layer = getattr(graph, "layers", {}).get(name) if name.startswith(_NUMPY_PREFIX) else None
+    source = None if layer is None else layer.get(f"{name}-source")
+    if (
+        isinstance(source, np.ndarray)
+        and source.shape == X.shape
+        and source.dtype == X.dtype
+        and source.flags.c_contiguous
+    ):
+        return source
+    return None
 
 
 def _finite_block(block: np.ndarray, block_info: Any = None) -> np.ndarray:

@@ -62,7 +62,7 @@ from ..graph.sparse import (
     radius_graph,
     resolve_components,
 )
-from ..io import as_array, from_numpy
+from ..io import as_array, from_numpy, rows_in_memory
 from ..metrics._sample import check_fitted_sample
 from ..runtime.compute import compute
 from ..runtime.memory import MemoryEstimate, Part, check_memory, streaming
@@ -439,7 +439,7 @@ class Isomap(SklearnSearch, ExtensionEstimator):
             ref, rows = uniform_sample(X, n_ref, self.seed_)  # reads X in its own chunks
             keys = keys_of(rows, self.seed_)
         else:
-            (ref,) = compute(Xd)
+            ref = rows_in_memory(Xd)
             keys = row_keys(0, len(ref), self.seed_)
         ref = np.ascontiguousarray(ref)
         if given is not None:

@@ -41,7 +41,7 @@ from ..graph.knn import knn_graph
 from ..graph.neighbors import NeighborIndex
 from ..graph.operators import symmetric_operator
 from ..graph.sparse import check_graph_params, check_graph_size, resolve_components
-from ..io import as_array, from_numpy
+from ..io import as_array, from_numpy, rows_in_memory
 from ..runtime.compute import compute, driver_blas, model_key
 from ..runtime.memory import MemoryEstimate, Part, check_memory, streaming
 from .nystrom import EXTEND_ROWS, NystromExtension, ratio_block
@@ -138,9 +138,8 @@ class _SpectralBase(ExtensionEstimator):
         if lm is not None and (isinstance(lm, bool) or not isinstance(lm, (int, np.integer)) or not 2 <= lm <= n):
             raise ValueError(f"landmarks must be between 2 and the number of rows ({n}); got {lm!r}.")
         if lm is None or lm >= n:
-            (ref,) = compute(Xd)
             self.reference_keys_ = row_keys(0, n, self.seed_)
-            return np.ascontiguousarray(ref), "all-rows"
+            return rows_in_memory(Xd), "all-rows"
         # From X itself: for a store, the sampling pass then reads its own (smaller) chunks.
         rows, idx = select_landmarks(X, int(lm), "random", self.seed_)
         self.reference_keys_ = keys_of(idx, self.seed_)
