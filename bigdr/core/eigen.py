@@ -178,7 +178,8 @@ def block_krylov_eigh(
     block's ``width`` columns: a narrow block spends fewer products in all
     (the same 50 components in 18 products of 20 columns), checked from the
     pass whose space first exceeds ``n_check``. Memory: two ``dim x width (n
-    + 1)`` blocks after ``n`` iterations.
+    + 1)`` blocks after ``n`` iterations. All Ritz values are returned, the
+    vectors of the ``n_check`` leading pairs only.
 
     Stopping, ``residual``, ``angle`` and ``n_iter`` are as in
     :func:`randomized_eigh`; iteration also stops when the space stops
@@ -235,7 +236,9 @@ def block_krylov_eigh(
         iteration += 1
     residual, angle = measures
     order = np.argsort(values)[::-1]
-    vectors = flip_signs(K[:, :m] @ U[:, order])
+    # The vectors of the pairs checked only: all m of them would be a third dim x m array at the end
+    # (1M x 100,000 TF-IDF, 100 factors: 528 MB for the 660 Ritz vectors, 80 MB for the 100 kept)
+    vectors = flip_signs(K[:, :m] @ U[:, order[: min(check, m)]])
     return Eigenpairs(values[order], vectors, _negative_mass(values), m >= dim, residual, angle, iteration)
 
 
