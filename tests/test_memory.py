@@ -82,6 +82,24 @@ def test_graph_estimate_is_linear_in_the_neighbour_count():
     assert b == 4 * a
 
 
+def test_blocks_in_flight_and_merge_states_are_capped_by_the_blocks_there_are():
+    import scipy.sparse as sp
+
+    from bigdr.blockwise.reduce import MERGE_STATES, merged_bytes
+    from bigdr.runtime.memory import streaming
+
+    assert merged_bytes(100, 10) == MERGE_STATES * 100 * 10 * 8
+    assert merged_bytes(100, 10, blocks=2) == 3 * 100 * 10 * 8  # two leaves and their merge
+    assert merged_bytes(100, 10, blocks=1_000) == merged_bytes(100, 10)
+    assert streaming(1000, 2, blocks=1).bytes == 1000
+    assert streaming(1000, 2, blocks=1_000).bytes == streaming(1000, 2).bytes
+    one_block = sp.random(1_000, 500, density=0.01, format="csr", random_state=0)
+    many = sp.vstack([one_block] * 2_000).tocsr()  # 10M nonzeros: two row blocks
+    few, lots = (bigdr.TruncatedSVD(100).estimate_memory(M).parts for M in (one_block, many))
+    assert few["sketch"].bytes == merged_bytes(500, 110, blocks=1) < lots["sketch"].bytes
+    assert few["stream"].bytes < lots["stream"].bytes
+
+
 def test_driver_memory_is_not_held_to_the_workers_limit():
     """A part held by this process (a partitioned fit's eigensolver) is compared with this machine's memory."""
     from distributed import Client, LocalCluster

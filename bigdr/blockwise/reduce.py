@@ -66,12 +66,15 @@ def joined(block_fn: Callable, merge: Callable, rider: Rider | None) -> tuple[Ca
     return functools.partial(_joined, block_fn, rider.kernel), functools.partial(_merge_carried, merge, rider.merge)
 
 
-def merged_bytes(rows: int, cols: int, sparse: bool = False) -> int:
+def merged_bytes(rows: int, cols: int, sparse: bool = False, blocks: int | None = None) -> int:
     """Peak bytes of the ``rows x cols`` float64 states of a tree reduction.
 
     A sparse block's ``X^T X`` adds two: the sparse product and its dense copy.
+    A reduction of ``blocks`` blocks never holds more than their ``2 blocks - 1``
+    states (the leaves and the merges), whatever :data:`MERGE_STATES` allows.
     """
-    return (MERGE_STATES + (2 if sparse else 0)) * rows * cols * 8
+    states = MERGE_STATES if blocks is None else min(MERGE_STATES, 2 * max(int(blocks), 1) - 1)
+    return (states + (2 if sparse else 0)) * rows * cols * 8
 
 
 def _unwrap(item: Any) -> Any:

@@ -68,11 +68,14 @@ class MemoryEstimate(NamedTuple):
         return f"about {format_bytes(self.total)}" + (f" ({items})" if items else "")
 
 
-def streaming(chunk_bytes: int, copies: float, what: str = "row blocks in flight", phase: str = "pass") -> Part:
-    """Row blocks held at once by a streaming pass: ``copies`` per worker thread."""
+def streaming(
+    chunk_bytes: int, copies: float, what: str = "row blocks in flight", phase: str = "pass", blocks: int | None = None
+) -> Part:
+    """Row blocks held at once by a streaming pass: ``copies`` per worker thread, at most the ``blocks`` there are."""
     from .compute import parallelism
 
-    return Part(int(copies * chunk_bytes * parallelism()), what, "", phase)
+    held = copies * parallelism()
+    return Part(int(chunk_bytes * (held if blocks is None else min(held, max(int(blocks), 1)))), what, "", phase)
 
 
 def memory_limit(in_driver: bool = False) -> tuple[int | None, str]:
