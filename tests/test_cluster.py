@@ -332,3 +332,20 @@ def test_tls_cluster_rejects_an_unauthenticated_client(tmp_path):
             Client(c.address, security=wrong, timeout="3s")  # a certificate the cluster's CA did not sign
     finally:
         c.close()
+
+
+def test_a_local_scheduler_asked_for_runs_here_with_progress_on(cluster):
+    """Rows in this process are checked here, also with progress lines and a client (the CLI's case)."""
+    from bigdr import as_array
+    from bigdr.io import rows_in_memory
+    from bigdr.runtime.compute import progress
+
+    X = np.random.default_rng(0).standard_normal((1_000, 3))
+    before = _transitions(cluster.client)
+    with progress("lines"):
+        assert rows_in_memory(as_array(X, chunk_bytes=4096)) is X
+        Y = X.copy()
+        Y[500, 1] = np.nan
+        with pytest.raises(ValueError, match="row 500"):
+            rows_in_memory(as_array(Y, chunk_bytes=4096))
+    assert _transitions(cluster.client) == before  # nothing went to the workers

@@ -194,7 +194,9 @@ def _distributed_lines(futures: list, every: float, out: Any) -> None:
 
 def _compute_with_progress(collections, kwargs):
     every = float(dask.config.get("bigdr.progress-interval", LINE_INTERVAL))
-    client = _distributed_client()
+    # A local scheduler asked for (rows already in this process checked here) runs here, client or not
+    local = kwargs.get("scheduler") not in (None, "distributed", "dask.distributed")
+    client = None if local else _distributed_client()
     if client is not None:
         from distributed import progress as distributed_progress
 
