@@ -238,7 +238,7 @@ def block_krylov_eigh(
     order = np.argsort(values)[::-1]
     # The vectors of the pairs checked only: all m of them would be a third dim x m array at the end
     # (1M x 100,000 TF-IDF, 100 factors: 528 MB for the 660 Ritz vectors, 80 MB for the 100 kept)
-    vectors = flip_signs(K[:, :m] @ U[:, order[: min(check, m)]])
+    vectors = flip_signs(K[:, :m] @ U[:, order[:check]])
     return Eigenpairs(values[order], vectors, _negative_mass(values), m >= dim, residual, angle, iteration)
 
 
