@@ -158,3 +158,10 @@ def test_every_parameter_is_an_option_with_its_default(method, capsys, monkeypat
         shown = "none" if p.default is None else str(p.default).lower() if isinstance(p.default, bool) else p.default
         assert f"(default {shown})" in text, (p.flag, shown)
         assert parse_value("none" if p.default is None else str(p.default)) == p.default or isinstance(p.default, str)
+
+
+def test_one_word_parameters_the_command_line_takes_are_spelled_as_flags():
+    from bigdr.cli.args import cli_words
+
+    text = cli_words("increase n_neighbors, or pass kernel='umap' (a scale per row); the kernel weights; x=3 foo='bar'")
+    assert text == "increase --n-neighbors, or pass --kernel umap (a scale per row); the kernel weights; x=3 foo='bar'"

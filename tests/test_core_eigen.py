@@ -103,3 +103,62 @@ def test_banded_is_the_symmetric_permutation_of_small_bandwidth():
         return int(np.abs(coo.row - coo.col).max())
 
     assert bandwidth(B) < bandwidth(A) / 4
+
+
+def _blobs_laplacian(sizes, seed=0, weak=None):
+    """The symmetric diffusion Laplacian (alpha 1) of separate Gaussian blobs' kNN graphs; ``weak``: join
+    blob 0 to blob 1 by one edge of that kernel weight (numerically apart when it is tiny)."""
+    import scipy.sparse as sp
+
+    from bigdr.graph.affinity import affinity, auto_epsilon
+    from bigdr.graph.knn import knn_graph
+    from bigdr.graph.operators import symmetric_operator
+
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.standard_normal((m, 4)) + 50 * i for i, m in enumerate(sizes)])
+    ind, dist = knn_graph(X, 8).compute()
+    dist = dist.astype(np.float64)
+    W = affinity(ind, dist, "gaussian", auto_epsilon(dist), True).W.tocsr()
+    if weak is not None:
+        W = (W + sp.csr_matrix(([weak, weak], ([0, sizes[0]], [sizes[0], 0])), shape=W.shape)).tocsr()
+    return symmetric_operator(W, "markov", 1.0)
+
+
+@pytest.mark.parametrize("solver", ["dense", "arpack", "lobpcg", "amg"])
+@pytest.mark.parametrize("weak", [None, 1e-30])
+def test_smallest_eigh_finds_every_null_vector_of_a_disconnected_graph(solver, weak):
+    """Three components (or two joined by a weight no solver resolves): the three null vectors and the
+    next pairs of the whole Laplacian, by every solver. Without the components, ARPACK's single start
+    vector found two of the three null vectors (the third pair it returned was the fourth)."""
+    from bigdr.core.eigen import smallest_eigh
+    from bigdr.graph.operators import coupling_graph
+    from bigdr.graph.sparse import connected_components
+
+    op = _blobs_laplacian([500, 400, 300], weak=weak)
+    found, labels, sizes = connected_components(coupling_graph(op.L))
+    assert found == 3 and list(sizes) == [500, 400, 300]
+    exact = scipy.linalg.eigh(op.L.toarray(), eigvals_only=True)[:6]
+    eig = smallest_eigh(op.L, 6, solver, 0, op.null_vector, components=labels)
+    assert np.allclose(eig.values[:3], 0, atol=1e-9) and np.allclose(eig.values[3:], exact[3:], rtol=1e-6)
+    V = eig.vectors
+    assert np.allclose(V.T @ V, np.eye(6), atol=1e-6)
+    assert np.abs(op.L @ V - V * eig.values).max() < 1e-5
+    for j in range(3):  # the null vectors: the null vector on one component each, largest first
+        assert np.count_nonzero(V[:, j]) == sizes[j] and (labels[np.flatnonzero(V[:, j])] == j).all()
+    few = smallest_eigh(op.L, 2, solver, 0, op.null_vector, components=labels)
+    assert few.vectors.shape == (1200, 2) and np.allclose(few.values, 0, atol=1e-9)
+
+
+def test_coupling_graph_drops_negligible_couplings_and_leaves_the_operator_alone():
+    from bigdr.graph.operators import NEGLIGIBLE_COUPLING, coupling_graph
+
+    op = _blobs_laplacian([300, 200], weak=1e-30)
+    L = op.L
+    before = (L.data.copy(), L.indices.copy(), L.indptr.copy())
+    graph = coupling_graph(L)
+    assert graph.nnz < L.nnz and graph[0, 300] == 0 and abs(L[0, 300]) > 0
+    for a, b in zip(before, (L.data, L.indices, L.indptr)):
+        np.testing.assert_array_equal(a, b)
+    joined = _blobs_laplacian([300, 200], weak=1.0)
+    assert abs(joined.L[0, 300]) > NEGLIGIBLE_COUPLING
+    assert coupling_graph(joined.L)[0, 300] != 0

@@ -536,8 +536,9 @@ def cli_words(text: str) -> str:
     """Rewrite Python spellings in a message as command-line ones.
 
     ``pass overwrite=True (command line: --overwrite)`` -> ``pass --overwrite``;
-    ``on_disconnected='largest'`` -> ``--on-disconnected largest``; a bare
-    ``n_neighbors`` -> ``--n-neighbors``.
+    ``on_disconnected='largest'`` -> ``--on-disconnected largest``, and
+    ``kernel='umap'`` -> ``--kernel umap`` (a one-word name only when the
+    command line takes it); a bare ``n_neighbors`` -> ``--n-neighbors``.
     """
     import re
 
@@ -546,11 +547,13 @@ def cli_words(text: str) -> str:
 
     def assignment(m: re.Match) -> str:
         param, value = m.group(1), m.group(2).strip("'\"")
+        if "_" not in param and param not in _flags():  # a one-word name: only a parameter the line takes
+            return m.group(0)
         if value == "True":
             return _flag(param)
         return f"{_flag(param)} {'none' if value == 'None' else value}"
 
-    text = re.sub(r"\b([a-z]+_[a-z_]+)=('[^']*'|\"[^\"]*\"|[\w.+-]+)", assignment, text)
+    text = re.sub(r"\b([a-z]+(?:_[a-z_]+)?)=('[^']*'|\"[^\"]*\"|[\w.+-]+)", assignment, text)
     text = re.sub(r"(?<![-\w])(" + "|".join(map(re.escape, _cli_params())) + r")\b", lambda m: _flag(m.group(1)), text)
     # A message that opens with a one-word parameter ("landmarks must be an int") names its flag.
     return re.sub(r"^([a-z]+)(?= must\b)", lambda m: _flags().get(m.group(1), m.group(1)), text)

@@ -135,8 +135,31 @@ class RowSplitProduct:
             self.pool.shutdown()
 
 
+class DeflatedProduct(RowSplitProduct):
+    """:class:`RowSplitProduct` of ``L + shift N N^T`` (``N`` sparse with orthonormal columns, or None: ``L``)."""
+
+    def __init__(self, L: Any, threads: int, N: Any, shift: float) -> None:
+        super().__init__(L, threads)
+        self.N, self.NT, self.shift = N, (None if N is None else N.T.tocsr()), shift
+
+    def _low_rank(self, x: np.ndarray) -> np.ndarray:
+        return self.shift * (self.N @ (self.NT @ x))
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        out = super().__call__(x)
+        if self.N is not None:
+            out += self._low_rank(x)
+        return out
+
+    def chebyshev_step(self, current: np.ndarray, previous: np.ndarray, centre: float, half: float) -> np.ndarray:
+        out = super().chebyshev_step(current, previous, centre, half)
+        if self.N is not None:
+            out -= (2.0 / half) * self._low_rank(current)
+        return out
+
+
 def filtered_lanczos(
-    L: Any, k: int, start: np.ndarray, tol: float, maxiter: int | None, threads: int
+    L: Any, k: int, start: np.ndarray, tol: float, maxiter: int | None, threads: int, deflate: Any = None
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """The ``k`` smallest eigenpairs of a sparse symmetric positive semi-definite ``L``, ascending.
 
@@ -146,6 +169,9 @@ def filtered_lanczos(
     (random: a null vector alone spans an invariant subspace), the sum of
     its Ritz vectors the second. Returns the eigenvalues (Rayleigh
     quotients), the eigenvectors and the largest residual ``|L v - mu v|``.
+    ``deflate`` (sparse, orthonormal columns ``N``): the pairs of
+    ``L + c N N^T`` instead, where ``N`` lies at the top of the spectrum
+    (:func:`~bigdr.core.eigen.smallest_eigh`'s known null vectors).
     """
     from scipy.sparse.linalg import LinearOperator, eigsh
 
@@ -157,7 +183,8 @@ def filtered_lanczos(
     if n >= BANDED_MIN_ROWS:  # solved in an order whose products gather from cache (csr_rows.banded)
         L, order = banded(L)
         start = start[order]
-    product = RowSplitProduct(L, threads)
+        deflate = None if deflate is None else sp.csr_matrix(deflate)[order]
+    product = DeflatedProduct(L, threads, deflate, c)
     try:
         # A rough first run on c I - L: its k Ritz values bound the wanted eigenvalues from above
         # (interlacing), whatever its accuracy; its Ritz vectors start the second run.

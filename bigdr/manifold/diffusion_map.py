@@ -127,6 +127,7 @@ class DiffusionMap(_SpectralBase):
     """
 
     _self_loops = True
+    _disconnected_hint = _SpectralBase._disconnected_hint + ", or pass kernel='umap' (a scale per row)"
     #: Written with ``X_diffmap`` where the store has none of its own (:func:`bigdr.io.obsm.write_obsm`).
     _anndata_optional = NEIGHBORS_NAMES
     _kind = "markov"

@@ -39,8 +39,8 @@ from ..graph.affinity import affinity, auto_epsilon
 from ..graph.incremental import reservoir, update_knn
 from ..graph.knn import knn_graph
 from ..graph.neighbors import NeighborIndex
-from ..graph.operators import symmetric_operator
-from ..graph.sparse import check_graph_params, check_graph_size, resolve_components
+from ..graph.operators import NEGLIGIBLE_COUPLING, coupling_graph, symmetric_operator
+from ..graph.sparse import check_graph_params, check_graph_size, connected_components, resolve_components
 from ..io import as_array, from_numpy, rows_in_memory
 from ..runtime.compute import compute, driver_blas, model_key
 from ..runtime.memory import MemoryEstimate, Part, check_memory, streaming
@@ -71,6 +71,10 @@ class _SpectralBase(ExtensionEstimator):
     _kernel: str
     _self_loops: bool
     _kind: str
+    #: What to change when the graph the eigensolver sees is disconnected (:func:`coupling_graph`).
+    _disconnected_hint = (
+        f"n_neighbors or epsilon (kernel weights under {NEGLIGIBLE_COUPLING:g} of the largest degree join nothing)"
+    )
 
     def _alpha(self) -> float:
         return 0.0
@@ -224,11 +228,15 @@ class _SpectralBase(ExtensionEstimator):
         ``degree`` and ``dimension`` (neighbours per row, intrinsic dimension) choose the ``"auto"`` solver.
         """
         d = self.n_components
-        _, _, self.n_graph_components_ = resolve_components(
-            W, self.on_disconnected, hint="n_neighbors (or epsilon)", allowed=ON_DISCONNECTED, stacklevel=6
-        )
         op = symmetric_operator(W, self.operator_, self.alpha_)
         L, q = op.L, op.q
+        # Components as the eigensolver sees them: rows coupled only by negligible kernel weights count apart
+        coupled = coupling_graph(L)
+        found, labels, _ = connected_components(coupled)
+        self.n_graph_components_ = found
+        if found > 1:
+            resolve_components(coupled, self.on_disconnected, hint=self._disconnected_hint, allowed=ON_DISCONNECTED,
+                               stacklevel=6)  # fmt: skip
         initial = None
         if warm is not None:
             initial = np.column_stack([np.ones(len(warm)), warm * (np.sqrt(op.d)[:, None] if op.d is not None else 1)])
@@ -237,7 +245,10 @@ class _SpectralBase(ExtensionEstimator):
             solver = graph_solver(L.shape[0], int(degree), dimension)
         self.eigen_solver_ = solver
         with driver_blas():
-            eig = smallest_eigh(L, d + 1, solver, self.seed_, op.null_vector, initial=initial, **self._eigen_tol())
+            eig = smallest_eigh(
+                L, d + 1, solver, self.seed_, op.null_vector, initial=initial, components=labels if found > 1 else None,
+                **self._eigen_tol(),
+            )  # fmt: skip
         mu, U = eig.values, eig.vectors
         scale_l = max_abs_row_sum(L)
         self.n_unit_eigenvalues_ = int(np.sum(mu < 1e-9 * scale_l))
