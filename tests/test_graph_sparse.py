@@ -53,6 +53,9 @@ def test_components_of_a_deliberately_disconnected_set():
     joined, _, _ = resolve_components(A, "join", points=X)
     assert connected_components(joined)[0] == 1
     np.testing.assert_array_equal(largest_component(g), np.arange(300))
+    found, same, sizes = connected_components(A, symmetric=True)  # the union graph's pattern is symmetric
+    assert found == 3 and list(sizes) == [300, 100, 50]
+    np.testing.assert_array_equal(same, labels)
 
 
 def test_radius_graph_matches_brute_force():

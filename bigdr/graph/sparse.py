@@ -115,15 +115,24 @@ def dense_distance_graph(X: Any, metric: str = "euclidean", max_samples: int = 2
     return cdist(data, data, metric=metric)
 
 
-def connected_components(adjacency: sp.spmatrix | KNNGraph) -> tuple[int, np.ndarray, np.ndarray]:
+def connected_components(
+    adjacency: sp.spmatrix | KNNGraph, symmetric: bool = False
+) -> tuple[int, np.ndarray, np.ndarray]:
     """Components of an undirected graph.
 
     Returns ``(n_components, labels, sizes)``; labels are renumbered so that
     component 0 is the largest, and ``sizes`` is in decreasing order.
+    ``symmetric``: the pattern of ``adjacency`` is symmetric, so its strongly
+    connected components are the components, found without the transposed
+    copy that scipy makes of an undirected graph (a float64 Laplacian of 25M
+    nonzeros: 300 MB).
     """
     if isinstance(adjacency, KNNGraph):
         adjacency = to_csr(adjacency, "union", "connectivity")
-    n_comp, labels = _cc(adjacency, directed=False)
+    if symmetric:
+        n_comp, labels = _cc(adjacency, directed=True, connection="strong")
+    else:
+        n_comp, labels = _cc(adjacency, directed=False)
     sizes = np.bincount(labels, minlength=n_comp)
     order = np.argsort(-sizes, kind="stable")
     rank = np.empty_like(order)

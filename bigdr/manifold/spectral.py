@@ -232,7 +232,7 @@ class _SpectralBase(ExtensionEstimator):
         L, q = op.L, op.q
         # Components as the eigensolver sees them: rows coupled only by negligible kernel weights count apart
         coupled = coupling_graph(L)
-        found, labels, _ = connected_components(coupled)
+        found, labels, _ = connected_components(coupled, symmetric=True)
         self.n_graph_components_ = found
         if found > 1:
             resolve_components(coupled, self.on_disconnected, hint=self._disconnected_hint, allowed=ON_DISCONNECTED,
