@@ -90,7 +90,7 @@ def child(args):
         import scipy.sparse as sp
         from scipy.sparse.linalg import splu
 
-        from bigdr.core.eigen import nested_dissection
+        from bigdr.core.sparse_eigen import nested_dissection
         from bigdr.graph.barycentric import factors
         from bigdr.graph.knn import knn_graph
 

@@ -337,7 +337,7 @@ def solver_case(n: int) -> dict:
     import bigdr
     from bigdr.blockwise.lobpcg import lobpcg
     from bigdr.blockwise.rowblocks import RowBlocks
-    from bigdr.core.eigen import smallest_eigh
+    from bigdr.core.sparse_eigen import smallest_eigh
     from bigdr.datasets import make_swiss_roll
     from bigdr.graph.affinity import affinity, auto_epsilon
     from bigdr.graph.blocked import blocked_affinity, blocked_operator

@@ -276,7 +276,7 @@ def run_partial():
 def run_solvers():
     import scipy.sparse as sp
 
-    from bigdr.core.eigen import smallest_eigh
+    from bigdr.core.sparse_eigen import smallest_eigh
     from bigdr.graph.affinity import affinity, auto_epsilon
     from bigdr.graph.knn import knn_graph
     from bigdr.graph.operators import normalise

@@ -130,7 +130,7 @@ def test_smallest_eigh_finds_every_null_vector_of_a_disconnected_graph(solver, w
     """Three components (or two joined by a weight no solver resolves): the three null vectors and the
     next pairs of the whole Laplacian, by every solver. Without the components, ARPACK's single start
     vector found two of the three null vectors (the third pair it returned was the fourth)."""
-    from bigdr.core.eigen import smallest_eigh
+    from bigdr.core.sparse_eigen import smallest_eigh
     from bigdr.graph.operators import coupling_graph
     from bigdr.graph.sparse import connected_components
 

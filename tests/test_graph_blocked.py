@@ -5,7 +5,7 @@ import pytest
 
 from bigdr.blockwise.lobpcg import lobpcg
 from bigdr.blockwise.rowblocks import RowBlocks
-from bigdr.core.eigen import smallest_eigh
+from bigdr.core.sparse_eigen import smallest_eigh
 from bigdr.exceptions import ConvergenceWarning
 from bigdr.graph.affinity import affinity
 from bigdr.graph.blocked import blocked_affinity, blocked_operator

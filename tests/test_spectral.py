@@ -294,7 +294,7 @@ def test_partial_fit_aligns_saves_and_flags_drift(roll8k, tmp_path):
 
 def test_graph_solver_follows_the_manifolds_dimension(roll):
     """Lanczos where the small eigenvalues sit far from 0 (many dimensions), AMG-LOBPCG on a thin manifold."""
-    from bigdr.core.eigen import graph_solver
+    from bigdr.core.sparse_eigen import graph_solver
 
     assert graph_solver(1500, 10, 2.0) == "dense"
     assert graph_solver(100_000, 15, 2.3) == "amg" and graph_solver(1_000_000, 14, 17.0) == "arpack"

@@ -171,7 +171,7 @@ def filtered_lanczos(
     quotients), the eigenvectors and the largest residual ``|L v - mu v|``.
     ``deflate`` (sparse, orthonormal columns ``N``): the pairs of
     ``L + c N N^T`` instead, where ``N`` lies at the top of the spectrum
-    (:func:`~bigdr.core.eigen.smallest_eigh`'s known null vectors).
+    (:func:`~bigdr.core.sparse_eigen.smallest_eigh`'s known null vectors).
     """
     from scipy.sparse.linalg import LinearOperator, eigsh
 

@@ -70,9 +70,9 @@ class DiffusionMap(_SpectralBase):
         5-D manifold, where the rule asks for 520,000, 20,000 landmarks come
         within a Procrustes disparity of 0.006 of the all-rows map).
     eigen_solver : {"auto", "dense", "arpack", "lobpcg", "amg"}
-        See :func:`bigdr.core.eigen.smallest_eigh`; ``auto``: dense up to 2000
+        See :func:`bigdr.core.sparse_eigen.smallest_eigh`; ``auto``: dense up to 2000
         graph rows, else by the manifold's estimated dimension
-        (:func:`bigdr.core.eigen.graph_solver`): LOBPCG with an AMG
+        (:func:`bigdr.core.sparse_eigen.graph_solver`): LOBPCG with an AMG
         preconditioner on low-dimensional manifolds, whose wanted eigenvalues
         crowd near 1, ARPACK on high-dimensional data such as single cells.
         ``eigen_solver_`` records the choice.

@@ -10,7 +10,7 @@ the embedding keeps those weights: the ``d`` bottom eigenvectors of ``M = (I
 **All rows** (up to :data:`ALL_ROWS_MAX`): the kNN graph of all rows, the
 local factors in row blocks on the workers (:mod:`bigdr.graph.barycentric`), and
 the eigenvectors of ``M = C^T C`` by LOBPCG on ``C`` preconditioned by a
-sparse LU of ``I - W`` (:func:`bigdr.core.eigen.factored_smallest_eigh`):
+sparse LU of ``I - W`` (:func:`bigdr.core.sparse_eigen.factored_smallest_eigh`):
 the small eigenvalues of standard LLE's ``M`` fall as ``n^-2`` (1e-15 of
 its norm at a million rows), below the rounding of the assembled matrix
 that ARPACK's shift-invert (scikit-learn's solver) and AMG need. The
@@ -58,8 +58,9 @@ from ..base import DEPRECATED, ExtensionEstimator, wants_numpy
 from ..blockwise.extension import Extension
 from ..blockwise.sampling import SAMPLE_CHUNK_BYTES, select_landmarks
 from ..core.drift import empirical_threshold
-from ..core.eigen import factored_smallest_eigh, flip_signs, smallest_eigh
+from ..core.eigen import flip_signs
 from ..core.local_linear import VARIANTS, min_neighbors, place_unused
+from ..core.sparse_eigen import factored_smallest_eigh, smallest_eigh
 from ..core.triangulation import rigid_alignment
 from ..graph.barycentric import (
     Barycentric,
@@ -148,7 +149,7 @@ class LocallyLinearEmbedding(SklearnSearch, ExtensionEstimator):
     eigen_solver : {"auto", "dense", "lu", "arpack", "lobpcg", "amg"}
         All-rows mode. ``lu``: LOBPCG on ``C^T C`` preconditioned by a sparse LU of
         ``I - W`` (standard) or of the assembled ``M`` (the variants)
-        (:func:`bigdr.core.eigen.factored_smallest_eigh`);
+        (:func:`bigdr.core.sparse_eigen.factored_smallest_eigh`);
         ``arpack``: shift-invert Lanczos on the assembled matrix
         (scikit-learn's); ``lobpcg``/``amg``: :func:`bigdr.blockwise.linalg.smallest_eigh`
         on the assembled matrix. ``auto``: dense up to 2,000 rows, else

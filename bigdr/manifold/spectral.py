@@ -4,7 +4,7 @@
 :class:`~bigdr.manifold.spectral_embedding.SpectralEmbedding` differ only in
 the operator they solve and the scaling of its eigenvectors; everything else
 is here. Both solve one sparse symmetric eigenproblem
-(:func:`bigdr.core.eigen.smallest_eigh`: dense LAPACK for small graphs,
+(:func:`bigdr.core.sparse_eigen.smallest_eigh`: dense LAPACK for small graphs,
 LOBPCG with an algebraic-multigrid preconditioner above) on a reference set:
 all rows, or ``m`` landmarks drawn in one pass, or every row from the graph
 of all rows built on the workers (:mod:`~bigdr.manifold.spectral_partitioned`).
@@ -32,7 +32,8 @@ from ..blockwise.sampling import SAMPLE_CHUNK_BYTES, keys_of, row_keys, select_l
 from ..core.csr_rows import max_abs_row_sum
 from ..core.dimension import grown_sample, intrinsic_dimension
 from ..core.drift import empirical_threshold
-from ..core.eigen import flip_signs, graph_solver, smallest_eigh
+from ..core.eigen import flip_signs
+from ..core.sparse_eigen import graph_solver, smallest_eigh
 from ..core.triangulation import alignment_rows, rigid_alignment
 from ..exceptions import DisconnectedGraphWarning
 from ..graph.affinity import affinity, auto_epsilon
