@@ -136,26 +136,20 @@ class RowSplitProduct:
 
 
 class DeflatedProduct(RowSplitProduct):
-    """:class:`RowSplitProduct` of ``L + shift N N^T`` (``N`` sparse with orthonormal columns, or None: ``L``)."""
+    """:class:`RowSplitProduct` of ``L + shift N N^T`` (``N`` sparse with orthonormal columns)."""
 
     def __init__(self, L: Any, threads: int, N: Any, shift: float) -> None:
         super().__init__(L, threads)
-        self.N, self.NT, self.shift = N, (None if N is None else N.T.tocsr()), shift
+        self.N, self.NT, self.shift = N, N.T.tocsr(), shift
 
     def _low_rank(self, x: np.ndarray) -> np.ndarray:
         return self.shift * (self.N @ (self.NT @ x))
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        out = super().__call__(x)
-        if self.N is not None:
-            out += self._low_rank(x)
-        return out
+        return super().__call__(x) + self._low_rank(x)
 
     def chebyshev_step(self, current: np.ndarray, previous: np.ndarray, centre: float, half: float) -> np.ndarray:
-        out = super().chebyshev_step(current, previous, centre, half)
-        if self.N is not None:
-            out -= (2.0 / half) * self._low_rank(current)
-        return out
+        return super().chebyshev_step(current, previous, centre, half) - (2.0 / half) * self._low_rank(current)
 
 
 def filtered_lanczos(
@@ -184,7 +178,7 @@ def filtered_lanczos(
         L, order = banded(L)
         start = start[order]
         deflate = None if deflate is None else sp.csr_matrix(deflate)[order]
-    product = DeflatedProduct(L, threads, deflate, c)
+    product = RowSplitProduct(L, threads) if deflate is None else DeflatedProduct(L, threads, deflate, c)
     try:
         # A rough first run on c I - L: its k Ritz values bound the wanted eigenvalues from above
         # (interlacing), whatever its accuracy; its Ritz vectors start the second run.

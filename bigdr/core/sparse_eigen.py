@@ -167,7 +167,6 @@ def _smallest(
 ) -> Eigenpairs:
     """:func:`smallest_eigh` by ``solver``; with ``deflate`` (``N``, orthonormal columns), of ``L + c N N^T``."""
     n = L.shape[0]
-    shift = max_abs_row_sum(L) if deflate is not None else 0.0
 
     def outside(V: np.ndarray) -> np.ndarray:  # V without its part in the deflated space
         return V if deflate is None else V - deflate @ (deflate.T @ V)
@@ -175,7 +174,7 @@ def _smallest(
     if solver == "dense":
         A = L.toarray() if hasattr(L, "toarray") else np.array(L)
         if deflate is not None:
-            A = A + shift * (deflate @ deflate.T).toarray()
+            A = A + max_abs_row_sum(L) * (deflate @ deflate.T).toarray()
         w, V = scipy.linalg.eigh(A, subset_by_index=[0, k - 1])
         return Eigenpairs(w, flip_signs(V))
 
@@ -192,18 +191,18 @@ def _smallest(
         w, V = eigsh(L, k=k, sigma=sigma, which="LM", v0=v0, tol=arpack_tol, maxiter=arpack_maxiter)
         order = np.argsort(w)
         return Eigenpairs(w[order], flip_signs(V[:, order]), 0.0, False)
-    from scipy.sparse.linalg import lobpcg
+    from scipy.sparse.linalg import LinearOperator, lobpcg
 
+    bound = max_abs_row_sum(L)
     X0 = rng.standard_normal((n, k)) if initial is None else np.array(initial, dtype=np.float64)
     if known is not None:
         X0[:, 0] = known
     X0 = outside(X0)
     A = L
     if deflate is not None:
-        from scipy.sparse.linalg import LinearOperator
 
         def deflated(V: np.ndarray) -> np.ndarray:
-            return L @ V + shift * (deflate @ (deflate.T @ V))
+            return L @ V + bound * (deflate @ (deflate.T @ V))
 
         A = LinearOperator(L.shape, matvec=deflated, matmat=deflated, dtype=np.float64)
     M = None
@@ -212,12 +211,9 @@ def _smallest(
     if solver == "amg":
         import pyamg
 
-        shift = 1e-8 * max_abs_row_sum(L)
-        ml = pyamg.smoothed_aggregation_solver((L + shift * sp.identity(n, format="csr")).tocsr(), max_coarse=500)
-        M = ml.aspreconditioner()
+        shifted = (L + 1e-8 * bound * sp.identity(n, format="csr")).tocsr()
+        M = pyamg.smoothed_aggregation_solver(shifted, max_coarse=500).aspreconditioner()
         if deflate is not None:  # kept outside the deflated space, which it would blow up (a null space of L)
-            from scipy.sparse.linalg import LinearOperator
-
             cycle = M
 
             def preconditioned(R: np.ndarray) -> np.ndarray:

@@ -197,14 +197,16 @@ def resolve_components(
     hint: str = "n_neighbors",
     allowed: tuple[str, ...] = DISCONNECTED_POLICIES,
     stacklevel: int = 3,
+    components: tuple[int, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[sp.csr_matrix, np.ndarray, int]:
     """Apply the disconnected-graph policy: ``(graph, eligible rows, number of components found)``.
 
     The one place that decides what a disconnected graph means; the message
     names the component sizes, the parameter to change and the other policies.
+    ``components``: what :func:`connected_components` gave for ``adjacency``, when the caller has it.
     """
     check_policy(policy, allowed)
-    n_comp, labels, sizes = connected_components(adjacency)
+    n_comp, labels, sizes = connected_components(adjacency) if components is None else components
     eligible = np.ones(adjacency.shape[0], dtype=bool)
     if n_comp == 1:
         return sp.csr_matrix(adjacency), eligible, n_comp

@@ -233,11 +233,12 @@ class _SpectralBase(ExtensionEstimator):
         L, q = op.L, op.q
         # Components as the eigensolver sees them: rows coupled only by negligible kernel weights count apart
         coupled = coupling_graph(L)
-        found, labels, _ = connected_components(coupled, symmetric=True)
+        components = connected_components(coupled, symmetric=True)
+        found, labels, _ = components
         self.n_graph_components_ = found
         if found > 1:
             resolve_components(coupled, self.on_disconnected, hint=self._disconnected_hint, allowed=ON_DISCONNECTED,
-                               stacklevel=6)  # fmt: skip
+                               stacklevel=6, components=components)  # fmt: skip
         del coupled  # a copy of L's pattern when it has negligible entries (133 MB at 1M cells): not through the solve
         initial = None
         if warm is not None:
