@@ -307,7 +307,9 @@ def test_a_fraction_or_mp_keeps_the_width_of_the_first_fit(n_components):
 
 
 def test_drift_flags_shifted_rows_not_in_distribution_ones(rng):
-    model = PCA(3).fit(_spiked(rng, 20000))
+    # Seeded: the threshold comes from a random sample of the training rows, and the bounds below are
+    # for 5,000 fresh rows (over 40 seeds the fraction ranged 0.009-0.018; unseeded, one CI run drew 0.022).
+    model = PCA(3, random_state=0).fit(_spiked(rng, 20000))
     before = dict(vars(model))
     model.transform(_spiked(rng, 5000))
     assert vars(model).keys() == before.keys()  # transform changes nothing (scikit-learn's contract)
@@ -352,7 +354,7 @@ def test_drift_threshold_holds_for_rows_of_every_size(rng):
 
     X = cells(20000)
     for data in (X, sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0))):
-        model = PCA(3).fit(data)
+        model = PCA(3, random_state=0).fit(data)  # seeded: the threshold's sample is random
         fresh = cells(20000)
         fresh = fresh if isinstance(data, np.ndarray) else sp.csr_matrix(np.where(np.abs(fresh) > 0.5, fresh, 0.0))
         assert 0.004 < model.measure_drift(fresh)["fraction"] < 0.018
@@ -362,7 +364,7 @@ def test_drift_threshold_holds_for_rows_of_every_size(rng):
 
 
 def test_partial_fit_merges_the_drift_sample_uniformly(rng):
-    model = PCA(3, svd_solver="covariance")
+    model = PCA(3, svd_solver="covariance", random_state=0)
     for _ in range(4):
         model.partial_fit(_spiked(rng, 3000))
     index = model._drift_index
