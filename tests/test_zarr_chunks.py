@@ -34,17 +34,33 @@ def _store(path, data, chunks, **kwargs):
     col_chunk=st.integers(1, 9),
     compressed=st.booleans(),
     chunk_bytes=st.sampled_from([64, 512, 4096, 1 << 20]),
+    larger_than_memory=st.booleans(),
 )
-def test_reads_equal_zarrs_for_any_chunking(tmp_path_factory, n, p, row_chunk, col_chunk, compressed, chunk_bytes):
-    """Any shape, storage chunks and dask blocks: the blocks read from the files are zarr's values."""
+def test_reads_equal_zarrs_for_any_chunking(
+    tmp_path_factory, n, p, row_chunk, col_chunk, compressed, chunk_bytes, larger_than_memory
+):
+    """Any shape, storage chunks and dask blocks, read through the cache or directly (a store larger than
+    memory, where chunks aligned to 4 KiB are read with O_DIRECT): the blocks read are zarr's values."""
+    from unittest import mock
+
     import dask
 
     path = tmp_path_factory.mktemp("z") / "x.zarr"
-    data = np.random.default_rng(n * 31 + p).standard_normal((n, p)).astype(np.float32)
-    _store(path, data, (row_chunk, min(col_chunk, p)), compressors=None if not compressed else "auto")
-    with dask.config.set({"bigdr.chunk-bytes": chunk_bytes}):
+    width = 1024 if n % 3 == 0 else p  # 1024 float32 columns: a chunk of whole 4 KiB pages, read directly
+    data = np.random.default_rng(n * 31 + p).standard_normal((n, width)).astype(np.float32)
+    _store(
+        path,
+        data,
+        (row_chunk, width if width == 1024 else min(col_chunk, p)),
+        compressors=None if not compressed else "auto",
+    )
+    memory = 0 if larger_than_memory else 1 << 40
+    with (
+        dask.config.set({"bigdr.chunk-bytes": chunk_bytes}),
+        mock.patch.object(chunks_module, "available_memory", lambda: memory),
+    ):
         X = bigdr.as_array(str(path), check_finite=False)
-    assert _reader(X).files is not None
+    assert _reader(X).files is not None and _reader(X).files.direct == larger_than_memory
     np.testing.assert_array_equal(X.compute(scheduler="sync"), data)
 
 
@@ -110,17 +126,65 @@ def test_zstd_content_size_reads_every_header_width():
     assert zstd_content_size(np.zeros(10, np.uint8)) is None
 
 
-def test_a_store_larger_than_memory_drops_the_pages_it_has_read(tmp_path, monkeypatch):
-    data = np.random.default_rng(2).standard_normal((50, 3)).astype(np.float32)
-    _store(tmp_path / "x.zarr", data, (10, 3))
-    assert not _reader(bigdr.as_array(str(tmp_path / "x.zarr"))).files.streamed
-    monkeypatch.setattr(chunks_module, "available_memory", lambda: 100)
-    dropped = []
+def _watch_reads(monkeypatch):
+    """Record each chunk file's opening (direct or not) and each dropping of pages; the files are still read."""
+    opened, dropped, real_open = [], [], os.open
+
+    def watched(path, flags, *args):
+        if f"{os.sep}c{os.sep}" in str(path):  # a chunk file (other code may open files too)
+            opened.append(bool(flags & getattr(os, "O_DIRECT", 0)))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(chunks_module.os, "open", watched)
     monkeypatch.setattr(os, "posix_fadvise", lambda fd, a, b, advice: dropped.append(advice))
+    return opened, dropped
+
+
+@pytest.mark.skipif(not hasattr(os, "O_DIRECT"), reason="no O_DIRECT on this system")
+@pytest.mark.parametrize("compressors", [None, "auto"])
+def test_a_store_larger_than_memory_is_read_directly_where_it_can_be(tmp_path, monkeypatch, compressors):
+    """Larger than memory: chunks of whole 4 KiB pages (and any zstd chunk) are read with O_DIRECT, bypassing
+    the page cache; other raw chunks go through the cache and drop their pages once read."""
+    aligned = np.random.default_rng(2).standard_normal((50, 1024)).astype(np.float32)  # 40 KiB a chunk
+    ragged = aligned[:, :3].copy()  # 120 bytes a chunk: not whole pages
+    for name, data in (("aligned", aligned), ("ragged", ragged)):
+        _store(tmp_path / f"{name}.zarr", data, (10, data.shape[1]), compressors=compressors)
+    assert not _reader(bigdr.as_array(str(tmp_path / "aligned.zarr"))).files.streamed
+    monkeypatch.setattr(chunks_module, "available_memory", lambda: 100)
+    opened, dropped = _watch_reads(monkeypatch)
+    X = bigdr.as_array(str(tmp_path / "aligned.zarr"))
+    assert _reader(X).files.streamed and _reader(X).files.direct
+    np.testing.assert_array_equal(X.compute(scheduler="sync"), aligned)
+    assert opened == [True] * 5 and dropped == []
+    opened.clear()
+    Y = bigdr.as_array(str(tmp_path / "ragged.zarr"))
+    np.testing.assert_array_equal(Y.compute(scheduler="sync"), ragged)
+    raw = compressors is None
+    assert opened == [not raw] * 5 and dropped == ([os.POSIX_FADV_DONTNEED] * 5 if raw else [])
+
+
+@pytest.mark.skipif(not hasattr(os, "O_DIRECT"), reason="no O_DIRECT on this system")
+def test_a_file_system_without_direct_reads_is_read_through_the_cache(tmp_path, monkeypatch):
+    """Opening with O_DIRECT fails with EINVAL on file systems without it: the store is read through the cache."""
+    import errno
+
+    data = np.random.default_rng(3).standard_normal((50, 1024)).astype(np.float32)
+    _store(tmp_path / "x.zarr", data, (10, 1024), compressors=None)
+    monkeypatch.setattr(chunks_module, "available_memory", lambda: 100)
+    opened, dropped = _watch_reads(monkeypatch)
+    real_open = chunks_module.os.open
+
+    def refusing(path, flags, *args):
+        if flags & os.O_DIRECT:
+            opened.append(True)
+            raise OSError(errno.EINVAL, "Invalid argument", path)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(chunks_module.os, "open", refusing)
     X = bigdr.as_array(str(tmp_path / "x.zarr"))
-    assert _reader(X).files.streamed
     np.testing.assert_array_equal(X.compute(scheduler="sync"), data)
-    assert dropped == [os.POSIX_FADV_DONTNEED] * 5
+    assert not _reader(X).files.direct  # refused once, then not asked again
+    assert opened == [True] + [False] * 5 and dropped == [os.POSIX_FADV_DONTNEED] * 5
 
 
 @pytest.mark.parametrize("group", [False, True])
