@@ -30,6 +30,7 @@ from .exceptions import GeneSelectionWarning, NotFittedError
 from .io import as_array, as_sparse_array, is_sparse_input
 from .io.anndata import is_anndata_object, unused_highly_variable, var_names_of
 from .io.model import write_model
+from .io.read import read_ahead_bytes
 from .runtime.compute import compute
 from .runtime.memory import MemoryEstimate, Part, check_memory, streaming
 
@@ -203,7 +204,7 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             Xd = as_sparse_array(X)
         else:
             Xd = as_array(X, check_finite=False)
-        return MemoryEstimate(type(self).__name__, self._memory_parts(Xd, wants_numpy(X)))
+        return MemoryEstimate(type(self).__name__, self._all_memory_parts(Xd, wants_numpy(X)))
 
     def _memory_parts(self, Xd: da.Array, in_memory: bool = False) -> dict[str, Part]:
         """Named parts of the peak of a fit on ``Xd`` (parameters already checked). Default: one streaming pass.
@@ -212,8 +213,16 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         """
         return {"stream": streaming(chunk_bytes_of(Xd), 3)}
 
+    def _all_memory_parts(self, Xd: da.Array, *args: Any, **kwargs: Any) -> dict[str, Part]:
+        """:meth:`_memory_parts` and the row blocks read ahead of a store larger than memory."""
+        parts = self._memory_parts(Xd, *args, **kwargs)
+        ahead = read_ahead_bytes(Xd)
+        if ahead:
+            parts["read ahead"] = Part(ahead, "row blocks read ahead from disk", "")
+        return parts
+
     def _check_memory(self, Xd: da.Array, in_memory: bool = False) -> None:
-        check_memory(MemoryEstimate(type(self).__name__, self._memory_parts(Xd, in_memory)))
+        check_memory(MemoryEstimate(type(self).__name__, self._all_memory_parts(Xd, in_memory)))
 
     def describe(self) -> str:
         """One line for the command line after a fit."""

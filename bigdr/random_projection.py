@@ -223,7 +223,7 @@ class _RandomProjection(BigdrEstimator):
         }
 
     def _check_memory(self, Xd: da.Array, in_memory: bool = False, k: int | None = None) -> None:
-        check_memory(MemoryEstimate(type(self).__name__, self._memory_parts(Xd, in_memory, k)))
+        check_memory(MemoryEstimate(type(self).__name__, self._all_memory_parts(Xd, in_memory, k)))
 
     def partial_fit(self, X: Any, y: Any = None) -> _RandomProjection:
         """Stateless: the first call fixes the projection, later calls only check the width."""

@@ -204,3 +204,57 @@ def test_write_zarr_stores_raw_bytes_when_asked_and_they_are_read_from_the_files
     zstd = tmp_path / "zstd.zarr"
     bigdr.write_zarr(data, zstd, chunk_rows=128)
     assert [type(c).__name__ for c in zarr.open(str(zstd), mode="r").metadata.codecs] == ["BytesCodec", "ZstdCodec"]
+
+
+def test_read_ahead_follows_a_run_up_or_down_and_a_copy_starts_afresh(tmp_path, monkeypatch):
+    """A store larger than memory: once requests run up (or down), the next boxes are read in the
+    background; a request elsewhere drops them; a copy sent to another process starts with none."""
+    import pickle
+
+    data = np.random.default_rng(4).standard_normal((80, 1024)).astype(np.float32)
+    z = _store(tmp_path / "x.zarr", data, (10, 1024), compressors=None)
+    monkeypatch.setattr(chunks_module, "available_memory", lambda: 0)
+    files = ChunkFiles.of(z, str(tmp_path / "x.zarr"))
+    assert files.ahead is not None
+
+    def box(i):
+        return (slice(10 * i, 10 * i + 10), slice(0, 1024))
+
+    def ahead():
+        return sorted(r[0][0] // 10 for r in files.ahead.pending)
+
+    np.testing.assert_array_equal(files.get(box(0)), data[:10])
+    assert ahead() == []  # one request is no run
+    files.get(box(1))
+    assert ahead() == [2, 3]  # a run up: the next two boxes
+    np.testing.assert_array_equal(files.get(box(2)), data[20:30])  # taken from what was read ahead
+    assert ahead() == [3, 4]
+    files.get(box(7))  # elsewhere: a new run, nothing read ahead for it yet
+    assert ahead() == []
+    np.testing.assert_array_equal(files.get(box(6)), data[60:70])
+    assert ahead() == [4, 5]  # a run down
+    np.testing.assert_array_equal(files.get(box(5)), data[50:60])
+    copy = pickle.loads(pickle.dumps(files))
+    assert copy.ahead.pending == {} and copy.ahead is not files.ahead
+    np.testing.assert_array_equal(copy.get(box(3)), data[30:40])
+    # A chunk file damaged: the error of a box read ahead reaches the request for it.
+    with open(tmp_path / "x.zarr" / "c" / "3" / "0", "r+b") as f:
+        f.truncate(100)
+    files = ChunkFiles.of(z, str(tmp_path / "x.zarr"))
+    files.get(box(1))
+    files.get(box(2))
+    assert ahead() == [3, 4]
+    with pytest.raises(ValueError, match="holds fewer bytes"):
+        files.get(box(3))
+
+
+def test_the_memory_estimate_counts_the_blocks_read_ahead(tmp_path, monkeypatch):
+    data = np.random.default_rng(5).standard_normal((400, 1024)).astype(np.float32)
+    _store(tmp_path / "x.zarr", data, (100, 1024), compressors=None)
+    assert "read ahead" not in bigdr.PCA(2).estimate_memory(str(tmp_path / "x.zarr")).parts
+    monkeypatch.setattr(chunks_module, "available_memory", lambda: 0)
+    X = bigdr.as_array(str(tmp_path / "x.zarr"))
+    block = max(X.chunks[0]) * 1024 * 4
+    for model in (bigdr.PCA(2), bigdr.SparseRandomProjection(8, random_state=0)):
+        part = model.estimate_memory(X).parts["read ahead"]
+        assert part.bytes == chunks_module.READ_AHEAD * block

@@ -29,9 +29,13 @@ before.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -81,6 +85,86 @@ def _read_fd(fd: int, buf: np.ndarray, direct: bool) -> int:
     return done
 
 
+#: Boxes of rows read ahead of a sequential reader of a store larger than
+#: memory, so that the disk works while the threads compute (each box is a
+#: dask block held in memory until it is asked for).
+READ_AHEAD = 2
+
+Ranges = tuple[tuple[int, int], ...]
+
+
+class ReadAhead:
+    """Reads the next boxes of rows in a thread of its own while requests run in order, up or down.
+
+    A request that starts where a recent one stopped runs up; one that stops
+    where a recent one started runs down (dask's order takes the blocks of a
+    tree reduction mostly downwards, a ``map_blocks`` pass upwards). Then the
+    boxes beyond the run's furthest one asked for or under way, not yet read in
+    this pass, are read in the background, at most :data:`READ_AHEAD` at once,
+    with the same trailing ranges; a request for a box under way waits for it.
+    Any other request starts a new run and drops what was read ahead. A copy
+    (a task sent to another process) starts afresh.
+    """
+
+    def __init__(self, read: Callable[[Ranges], np.ndarray | None], rows: int):
+        self.read, self.rows = read, rows
+        self._start()
+
+    def _start(self) -> None:
+        self.lock = threading.Lock()
+        self.pending: dict[Ranges, Future] = {}
+        self.seen: set[int] = set()  # first rows of the boxes asked for in this pass
+        self.firsts: collections.deque[int] = collections.deque(maxlen=8)  # of recent requests
+        self.stops: collections.deque[int] = collections.deque(maxlen=8)
+        self.size = 0  # rows of the largest box asked for: the blocks' size but for the last
+        self.low = self.high = 0  # the run's rows asked for or under way
+        self.pool: ThreadPoolExecutor | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"read": self.read, "rows": self.rows}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.read, self.rows = state["read"], state["rows"]
+        self._start()
+
+    def take(self, ranges: Ranges) -> np.ndarray | None:
+        """The box ``ranges``, read ahead or now."""
+        (first, stop), rest = ranges[0], ranges[1:]
+        with self.lock:
+            ahead = self.pending.pop(ranges, None)
+            if first in self.seen:  # another pass over the rows
+                self.seen.clear()
+            self.seen.add(first)
+            self.size = max(self.size, stop - first)
+            step = 1 if first in self.stops else -1 if stop in self.firsts else 0
+            self.firsts.append(first)
+            self.stops.append(stop)
+            if step == 0 and ahead is None:  # a new run: what was read ahead for another is not wanted
+                for future in self.pending.values():
+                    future.cancel()
+                self.pending.clear()
+                self.low, self.high = first, stop
+            self.low, self.high = min(self.low, first), max(self.high, stop)
+            if step:
+                self._schedule(step, rest)
+        return self.read(ranges) if ahead is None else ahead.result()
+
+    def _schedule(self, step: int, rest: Ranges) -> None:
+        while len(self.pending) < READ_AHEAD:
+            a, b = (
+                (self.high, min(self.high + self.size, self.rows))
+                if step > 0
+                else (max(self.low - self.size, 0), self.low)
+            )
+            if a >= b or a in self.seen:
+                return
+            box = ((a, b),) + rest
+            if self.pool is None:
+                self.pool = ThreadPoolExecutor(1, thread_name_prefix="bigdr-read-ahead")
+            self.pending[box] = self.pool.submit(self.read, box)
+            self.low, self.high = min(self.low, a), max(self.high, b)
+
+
 class ChunkFiles:
     """Reads whole chunks of one local zarr array from their files (see the module's text)."""
 
@@ -90,6 +174,7 @@ class ChunkFiles:
         self.dtype, self.shape, self.chunks = dtype, shape, chunks
         self.streamed = False
         self.direct = False  # read with O_DIRECT (streamed stores, while the file system allows it)
+        self.ahead: ReadAhead | None = None  # streamed stores: boxes read ahead of a sequential reader
 
     @classmethod
     def of(cls, array: Any, location: str | None) -> ChunkFiles | None:
@@ -116,6 +201,7 @@ class ChunkFiles:
         files = cls(location, array.metadata, decode, dtype, shape, chunks)
         files.streamed = hasattr(os, "posix_fadvise") and files.stored_bytes() > available_memory()
         files.direct = files.streamed and hasattr(os, "O_DIRECT")
+        files.ahead = ReadAhead(files._box, shape[0]) if files.streamed and shape else None
         return files
 
     def stored_bytes(self) -> int:
@@ -142,6 +228,10 @@ class ChunkFiles:
             if start % step or not (stop % step == 0 or stop == size) or stop <= start:
                 return None
             ranges.append((start, stop))
+        return self._box(tuple(ranges)) if self.ahead is None else self.ahead.take(tuple(ranges))
+
+    def _box(self, ranges: Ranges) -> np.ndarray | None:
+        """The box of whole chunks ``ranges`` (half-open, per dimension), or None when zarr should read it."""
         box_shape = tuple(b - a for a, b in ranges)
         out = aligned_empty(box_shape, self.dtype) if self.direct else np.empty(box_shape, dtype=self.dtype)
         grids = [range(a // c, -(-b // c)) for (a, b), c in zip(ranges, self.chunks)]

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._validation import check_block_finite
 from .anndata import anndata_input, note_var_names, take_view
-from .chunks import ChunkFiles
+from .chunks import READ_AHEAD, ChunkFiles
 
 #: Target size of one dask chunk. Large enough that per-task overhead (about
 #: 1 ms) is noise beside the BLAS work, small enough that a few chunks per
@@ -376,6 +376,18 @@ _SOURCES: dict[str, str] = {}
 _OPENED: dict[str, tuple[tuple[Any, ...], tuple[int, int, bool]]] = {}
 
 
+#: Layer name -> the bytes its reads ahead hold (a zarr store larger than memory; :class:`~bigdr.io.chunks.ReadAhead`).
+_READ_AHEAD: dict[str, int] = {}
+
+
+def read_ahead_bytes(arr: Any) -> int:
+    """Memory the reads ahead of the stores larger than memory that dask array ``arr`` reads may hold."""
+    if not isinstance(arr, da.Array):
+        return 0
+    layers = getattr(arr.__dask_graph__(), "layers", {})
+    return sum(_READ_AHEAD.get(name, 0) for name in layers)
+
+
 def source_paths(arr: Any) -> list[str]:
     """Local paths of the stores and files a dask array built by :func:`as_array` reads."""
     if not isinstance(arr, da.Array):
@@ -488,10 +500,13 @@ def zarr_source(X: Any, *, allow_missing_chunks: bool | None = None) -> da.Array
 def _zarr_array(X: Any, chunks: Any) -> da.Array:
     """``X`` read as a dask array of blocks ``chunks``."""
     location = _store_location(X)
-    arr = da.from_array(_ZarrReader(X, location or str(getattr(X, "store", "zarr store"))), chunks=chunks,
-                        asarray=False, fancy=False)  # fmt: skip
+    reader = _ZarrReader(X, location or str(getattr(X, "store", "zarr store")))
+    arr = da.from_array(reader, chunks=chunks, asarray=False, fancy=False)
     if location is not None:
         _SOURCES[arr.name] = os.path.realpath(location)
+    if reader.files is not None and reader.files.ahead is not None:
+        block = int(np.prod([max(c) for c in arr.chunks])) * arr.dtype.itemsize
+        _READ_AHEAD[arr.name] = READ_AHEAD * block
     return arr
 
 

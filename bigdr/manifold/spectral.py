@@ -178,7 +178,7 @@ class _SpectralBase(ExtensionEstimator):
             if isinstance(self.landmarks, str):
                 size = grown_sample(self.intrinsic_dimension_, k, n_ref, Xd.shape[0], LANDMARKS_MAX)
                 if size != n_ref:  # more landmarks than the default: the manifold has more dimensions
-                    check_memory(MemoryEstimate(type(self).__name__, self._memory_parts(Xd, n_ref=size)))
+                    check_memory(MemoryEstimate(type(self).__name__, self._all_memory_parts(Xd, n_ref=size)))
                     ref, mode = self._reference(X, Xd, size)
                     n_ref = len(ref)
                     ind, dist = self._knn(ref, k)
