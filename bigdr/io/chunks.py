@@ -23,6 +23,9 @@ in order, up or down, has the next ones read in a thread of its own
 compute; a thread that reads and then computes leaves the disk idle while
 it computes (one-off, the raw store, PCA(50): 29.5-30.9 s against
 41.9-42.9 s, a 2-thread pass waiting 31 s on reads before and 8 s after).
+Compressed chunks are decoded by the thread that asks for them, not by the
+thread that read them: one thread decoding every block made a plain pass
+over the zstd store slower (43-45 s against 40.5 s).
 
 Only the layout bigdr writes, and any store like it, takes this path: zarr
 format 3, no sharding or transposition, a ``bytes`` codec in the machine's
@@ -107,11 +110,13 @@ class ReadAhead:
     boxes beyond the run's furthest one asked for or under way, not yet read in
     this pass, are read in the background, at most :data:`READ_AHEAD` at once,
     with the same trailing ranges; a request for a box under way waits for it.
+    Only files are read there: the thread that asks for a box decodes it, so
+    a compressed store's decoding stays spread over the pass's threads.
     Any other request starts a new run and drops what was read ahead. A copy
     (a task sent to another process) starts afresh.
     """
 
-    def __init__(self, read: Callable[[Ranges], np.ndarray | None], rows: int):
+    def __init__(self, read: Callable[[Ranges], Any], rows: int):
         self.read, self.rows = read, rows
         self._start()
 
@@ -132,8 +137,8 @@ class ReadAhead:
         self.read, self.rows = state["read"], state["rows"]
         self._start()
 
-    def take(self, ranges: Ranges) -> np.ndarray | None:
-        """The box ``ranges``, read ahead or now."""
+    def take(self, ranges: Ranges) -> Any:
+        """``read(ranges)``: read ahead, or now."""
         (first, stop), rest = ranges[0], ranges[1:]
         with self.lock:
             ahead = self.pending.pop(ranges, None)
@@ -206,7 +211,7 @@ class ChunkFiles:
         files = cls(location, array.metadata, decode, dtype, shape, chunks)
         files.streamed = hasattr(os, "posix_fadvise") and files.stored_bytes() > available_memory()
         files.direct = files.streamed and hasattr(os, "O_DIRECT")
-        files.ahead = ReadAhead(files._box, shape[0]) if files.streamed and shape else None
+        files.ahead = ReadAhead(files._fetch, shape[0]) if files.streamed and shape else None
         return files
 
     def stored_bytes(self) -> int:
@@ -233,13 +238,21 @@ class ChunkFiles:
             if start % step or not (stop % step == 0 or stop == size) or stop <= start:
                 return None
             ranges.append((start, stop))
-        return self._box(tuple(ranges)) if self.ahead is None else self.ahead.take(tuple(ranges))
+        fetched = self._fetch(tuple(ranges)) if self.ahead is None else self.ahead.take(tuple(ranges))
+        return None if fetched is None else self._decode(*fetched)
 
-    def _box(self, ranges: Ranges) -> np.ndarray | None:
-        """The box of whole chunks ``ranges`` (half-open, per dimension), or None when zarr should read it."""
+    def _fetch(self, ranges: Ranges) -> tuple[np.ndarray, list] | None:
+        """The files of the box of whole chunks ``ranges`` (half-open, per dimension), read; None when zarr should
+        read it.
+
+        The box's array, and for each chunk its place there, whether it fills that place, and what was read: the
+        chunk itself (raw: straight into its place when it fills it) or its compressed bytes. Decoding is left to
+        :meth:`_decode`, so that a box read ahead in one thread is decoded by the thread that asks for it.
+        """
         box_shape = tuple(b - a for a, b in ranges)
         out = aligned_empty(box_shape, self.dtype) if self.direct else np.empty(box_shape, dtype=self.dtype)
         grids = [range(a // c, -(-b // c)) for (a, b), c in zip(ranges, self.chunks)]
+        parts = []
         for coords in itertools.product(*grids):
             box = tuple(
                 slice(i * c - a, min((i + 1) * c, size) - a)
@@ -250,48 +263,61 @@ class ChunkFiles:
             got = self._read(coords, target if whole else None)
             if got is None:
                 return None
+            parts.append((target, whole, got))
+        return out, parts
+
+    def _decode(self, out: np.ndarray, parts: list) -> np.ndarray | None:
+        """The box :meth:`_fetch` read, each compressed chunk decoded into its place; None when zarr should read it."""
+        for target, whole, got in parts:
+            if self.decode is not None:
+                chunk = target if whole else np.empty(self.chunks, dtype=self.dtype)
+                if zstd_content_size(got) != chunk.nbytes:  # a larger buffer would be filled only in part, silently
+                    return None
+                self.decode(got, out=chunk)
+                got = chunk
             if not whole:
                 target[...] = got[tuple(slice(0, n) for n in target.shape)]
         return out
 
     def _read(self, coords: tuple[int, ...], out: np.ndarray | None) -> np.ndarray | None:
-        """Chunk ``coords`` decoded into ``out`` (a new chunk when None), or None when zarr should read it."""
+        """Chunk ``coords``'s file: a raw chunk read into ``out`` (a new chunk when None), or the compressed bytes;
+        None when the file is absent (zarr reads it)."""
         path = os.path.join(self.location, self.metadata.encode_chunk_key(coords))
-        if out is None:
+        if self.decode is not None:
+            out = None  # the compressed bytes are read into a buffer of their own
+        elif out is None:
             out = aligned_empty(self.chunks, self.dtype) if self.direct else np.empty(self.chunks, dtype=self.dtype)
         opened = self._open(path, out)
         if opened is None:
             return None
         fd, direct = opened
         try:
-            if self.decode is None:
+            if out is not None:
                 if _read_fd(fd, out, direct) != out.nbytes:
                     raise ValueError(f"chunk file {path} holds fewer bytes than a chunk of {self.chunks}")
+                got = out
             else:
                 size = os.fstat(fd).st_size
                 whole = -(-size // DIRECT_ALIGN) * DIRECT_ALIGN  # a direct read asks for whole blocks
                 raw = aligned_empty((whole,), np.dtype(np.uint8)) if direct else np.empty(size, dtype=np.uint8)
                 if _read_fd(fd, raw, direct) != size:
                     raise ValueError(f"chunk file {path} changed while it was read")
-                raw = raw[:size]
-                if zstd_content_size(raw) != out.nbytes:  # a larger buffer would be filled only in part, silently
-                    return None
-                self.decode(raw, out=out)
+                got = raw[:size]
             if self.streamed and not direct:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
-        return out
+        return got
 
-    def _open(self, path: str, out: np.ndarray) -> tuple[int, bool] | None:
+    def _open(self, path: str, out: np.ndarray | None) -> tuple[int, bool] | None:
         """A read-only descriptor of chunk file ``path`` and whether it reads directly; None when it is absent.
 
-        Direct when the store is read so and, for a raw chunk, ``out`` is aligned and of whole blocks (a
-        compressed chunk is read into a buffer of its own). A file
-        system that refuses direct reads (tmpfs) turns them off for the store.
+        Direct when the store is read so and the raw chunk's ``out`` is aligned and of whole blocks (None: the
+        bytes go to an aligned buffer of their own). A file system that refuses direct reads (tmpfs) turns them
+        off for the store.
         """
         flag = getattr(os, "O_DIRECT", 0)
-        aligned = self.decode is not None or (out.ctypes.data % DIRECT_ALIGN == 0 and out.nbytes % DIRECT_ALIGN == 0)
+        aligned = out is None or (out.ctypes.data % DIRECT_ALIGN == 0 and out.nbytes % DIRECT_ALIGN == 0)
         try:
             if self.direct and flag and aligned:
                 try:
