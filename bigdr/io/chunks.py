@@ -25,7 +25,7 @@ it computes (one-off, the raw store, PCA(50): 29.5-30.9 s against
 41.9-42.9 s, a 2-thread pass waiting 31 s on reads before and 8 s after).
 Compressed chunks are decoded by the thread that asks for them, not by the
 thread that read them: one thread decoding every block made a plain pass
-over the zstd store slower (43-45 s against 40.5 s).
+over the zstd store take 43-45 s; decoded by the pass's threads, 20-21 s.
 
 Only the layout bigdr writes, and any store like it, takes this path: zarr
 format 3, no sharding or transposition, a ``bytes`` codec in the machine's
