@@ -137,8 +137,9 @@ class ReadAhead:
         self.read, self.rows = state["read"], state["rows"]
         self._start()
 
-    def take(self, ranges: Ranges) -> Any:
-        """``read(ranges)``: read ahead, or now."""
+    def take(self, ranges: Ranges) -> Future | None:
+        """Note a request for ``ranges`` and read ahead of it; the read of ``ranges`` under way, or None (read it
+        now)."""
         (first, stop), rest = ranges[0], ranges[1:]
         with self.lock:
             ahead = self.pending.pop(ranges, None)
@@ -157,7 +158,7 @@ class ReadAhead:
             self.low, self.high = min(self.low, first), max(self.high, stop)
             if step:
                 self._schedule(step, rest)
-        return self.read(ranges) if ahead is None else ahead.result()
+        return ahead
 
     def _schedule(self, step: int, rest: Ranges) -> None:
         while len(self.pending) < READ_AHEAD:
@@ -238,16 +239,18 @@ class ChunkFiles:
             if start % step or not (stop % step == 0 or stop == size) or stop <= start:
                 return None
             ranges.append((start, stop))
-        fetched = self._fetch(tuple(ranges)) if self.ahead is None else self.ahead.take(tuple(ranges))
+        ahead = None if self.ahead is None else self.ahead.take(tuple(ranges))
+        fetched = self._fetch(tuple(ranges), decode=True) if ahead is None else ahead.result()
         return None if fetched is None else self._decode(*fetched)
 
-    def _fetch(self, ranges: Ranges) -> tuple[np.ndarray, list] | None:
+    def _fetch(self, ranges: Ranges, decode: bool = False) -> tuple[np.ndarray, list] | None:
         """The files of the box of whole chunks ``ranges`` (half-open, per dimension), read; None when zarr should
         read it.
 
         The box's array, and for each chunk its place there, whether it fills that place, and what was read: the
-        chunk itself (raw: straight into its place when it fills it) or its compressed bytes. Decoding is left to
-        :meth:`_decode`, so that a box read ahead in one thread is decoded by the thread that asks for it.
+        chunk itself (raw: straight into its place when it fills it) or its compressed bytes. Without ``decode``
+        decoding is left to :meth:`_decode`, so that a box read ahead in one thread is decoded by the thread that
+        asks for it; with it each chunk is decoded as soon as it is read, and no compressed bytes outlive it.
         """
         box_shape = tuple(b - a for a, b in ranges)
         out = aligned_empty(box_shape, self.dtype) if self.direct else np.empty(box_shape, dtype=self.dtype)
@@ -263,7 +266,10 @@ class ChunkFiles:
             got = self._read(coords, target if whole else None)
             if got is None:
                 return None
-            parts.append((target, whole, got))
+            if not decode:
+                parts.append((target, whole, got))
+            elif self._decode(out, [(target, whole, got)]) is None:
+                return None
         return out, parts
 
     def _decode(self, out: np.ndarray, parts: list) -> np.ndarray | None:
