@@ -155,7 +155,8 @@ class ReadAhead:
                     future.cancel()
                 self.pending.clear()
                 self.low, self.high = first, stop
-            self.low, self.high = min(self.low, first), max(self.high, stop)
+            else:
+                self.low, self.high = min(self.low, first), max(self.high, stop)
             if step:
                 self._schedule(step, rest)
         return ahead
