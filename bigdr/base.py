@@ -221,8 +221,9 @@ class BigdrEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             parts["read ahead"] = Part(ahead, "row blocks read ahead from disk", "")
         return parts
 
-    def _check_memory(self, Xd: da.Array, in_memory: bool = False) -> None:
-        check_memory(MemoryEstimate(type(self).__name__, self._all_memory_parts(Xd, in_memory)))
+    def _check_memory(self, Xd: da.Array, *args: Any, **kwargs: Any) -> None:
+        """Refuse a fit whose estimate (:meth:`_all_memory_parts`, same arguments) exceeds the memory available."""
+        check_memory(MemoryEstimate(type(self).__name__, self._all_memory_parts(Xd, *args, **kwargs)))
 
     def describe(self) -> str:
         """One line for the command line after a fit."""

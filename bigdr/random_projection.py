@@ -39,7 +39,7 @@ from .exceptions import DataDimensionalityWarning
 from .io import as_array, as_sparse_array, is_sparse_input
 from .io.sparse import SPARSE_CHUNK_NNZ
 from .runtime.compute import compute
-from .runtime.memory import MemoryEstimate, Part, check_memory, streaming
+from .runtime.memory import Part, streaming
 
 #: Features per independently seeded block of the projection matrix.
 BLOCK_FEATURES = 4096
@@ -221,9 +221,6 @@ class _RandomProjection(BigdrEstimator):
             "stream": streaming(block + rows * int(k) * itemsize, 1.1),
             "matrix": streaming(cols * int(k) * 8 * 2, 1, "projection matrix blocks"),
         }
-
-    def _check_memory(self, Xd: da.Array, in_memory: bool = False, k: int | None = None) -> None:
-        check_memory(MemoryEstimate(type(self).__name__, self._all_memory_parts(Xd, in_memory, k)))
 
     def partial_fit(self, X: Any, y: Any = None) -> _RandomProjection:
         """Stateless: the first call fixes the projection, later calls only check the width."""

@@ -65,7 +65,7 @@ from ..graph.sparse import (
 from ..io import as_array, from_numpy, rows_in_memory
 from ..metrics._sample import check_fitted_sample
 from ..runtime.compute import compute
-from ..runtime.memory import MemoryEstimate, Part, check_memory, streaming
+from ..runtime.memory import Part, streaming
 from .geodesic import GeodesicExtension
 
 #: ``landmarks="auto"``: exact Isomap up to this many rows.
@@ -340,7 +340,7 @@ class Isomap(SklearnSearch, ExtensionEstimator):
             grown = grown_sample(self.intrinsic_dimension_, self.n_neighbors or 1, n_ref, n, GRAPH_SAMPLE_MAX)
             if grown != n_ref:  # the manifold has more dimensions than the default sample resolves
                 n_ref, mode = grown, ("sampled" if grown < n else "landmark")
-                check_memory(MemoryEstimate("Isomap", self._all_memory_parts(Xd, plan=(mode, n_ref))))
+                self._check_memory(Xd, plan=(mode, n_ref))
                 ref, graph, dist = self._reference_graph(X, Xd, mode, n_ref, given)
         if mode == "sampled" and dist is not None:
             fix, k = "max_samples (None: all rows)", self.n_neighbors or 1

@@ -44,7 +44,7 @@ from ..graph.operators import NEGLIGIBLE_COUPLING, coupling_graph, symmetric_ope
 from ..graph.sparse import check_graph_params, check_graph_size, connected_components, resolve_components
 from ..io import as_array, from_numpy, rows_in_memory
 from ..runtime.compute import compute, driver_blas, model_key
-from ..runtime.memory import MemoryEstimate, Part, check_memory, streaming
+from ..runtime.memory import Part, streaming
 from .nystrom import EXTEND_ROWS, NystromExtension, ratio_block
 from .spectral_partitioned import fit_partitioned
 
@@ -178,7 +178,7 @@ class _SpectralBase(ExtensionEstimator):
             if isinstance(self.landmarks, str):
                 size = grown_sample(self.intrinsic_dimension_, k, n_ref, Xd.shape[0], LANDMARKS_MAX)
                 if size != n_ref:  # more landmarks than the default: the manifold has more dimensions
-                    check_memory(MemoryEstimate(type(self).__name__, self._all_memory_parts(Xd, n_ref=size)))
+                    self._check_memory(Xd, n_ref=size)
                     ref, mode = self._reference(X, Xd, size)
                     n_ref = len(ref)
                     ind, dist = self._knn(ref, k)
