@@ -128,12 +128,15 @@ def test_randomized_regime_equals_the_dense_one_and_reaches_the_exact_components
 
 
 @pytest.mark.parametrize("offset", [0.0, 1e4])
-def test_the_column_statistics_ride_the_first_product_unless_digits_would_cancel(data, offset):
+def test_the_column_statistics_ride_the_first_product_unless_digits_would_cancel(data, offset, monkeypatch):
     """Sparse, unscaled: the mean comes with the first product, which is centred after it (n_iter + 1 reads);
     with a mean far above the spread (every entry stored, 1e4 + log-counts) that product is made again."""
+    import bigdr.blockwise.linalg as linalg
+
     X, _ = data
     if offset:
         X = sp.csr_matrix(X.toarray() + offset)  # all stored: n |m|^2 is 1e8 times the scatter's trace
+    monkeypatch.setattr(linalg, "HELD_BYTES_PER_THREAD", 0)  # data too large to hold: read on every pass
     blocks, reads = counted_blocks(X, 500)
     model = bigdr.PCA(4, svd_solver="randomized", n_iter=3, tol=0, random_state=0).fit(blocks)
     assert sorted(reads) == sorted(list(range(0, X.shape[0], 500)) * (4 if not offset else 5))
@@ -141,6 +144,34 @@ def test_the_column_statistics_ride_the_first_product_unless_digits_would_cancel
     assert angles(model.components_, dense.components_) <= 1e-10
     np.testing.assert_allclose(model.mean_, dense.mean_, rtol=1e-14)
     np.testing.assert_allclose(model.explained_variance_, dense.explained_variance_, rtol=1e-10)
+
+
+def test_small_sparse_data_is_read_once_for_all_the_passes(data, monkeypatch):
+    """Four float64 blocks, counted at SPARSE_CHUNK_NNZ nonzeros each, are held after one read when two worker
+    threads would hold as much streaming them (two blocks in flight at 24 bytes a nonzero), with the same
+    result as reading them on every pass; on one thread, or with a smaller allowance, they are read every pass."""
+    import bigdr.blockwise.linalg as linalg
+
+    X, _ = data
+    blocks, reads = counted_blocks(X, 500)
+    assert linalg.stored_bytes(blocks) == 4 * linalg.SPARSE_CHUNK_NNZ * 12
+    fits = {}
+    for threads, allowance, expected in ((2, None, 4), (1, None, 16), (2, linalg.stored_bytes(blocks) // 2 - 1, 16)):
+        if allowance is not None:
+            monkeypatch.setattr(linalg, "HELD_BYTES_PER_THREAD", allowance)
+        with dask.config.set(scheduler="threads", num_workers=threads):
+            reads.clear()
+            pca = bigdr.PCA(4, svd_solver="randomized", n_iter=3, tol=0, random_state=0).fit(blocks)
+            assert len(reads) == expected and sorted(set(reads)) == list(range(0, X.shape[0], 500))
+            reads.clear()
+            tsvd = bigdr.TruncatedSVD(4, n_iter=3, random_state=0).fit(blocks)
+            assert len(reads) == expected  # TruncatedSVD: n_iter + 1 passes, the first with the column sums
+        fits[(threads, allowance)] = pca, tsvd
+    (held, held_tsvd), *others = fits.values()
+    for pca, tsvd in others:
+        np.testing.assert_array_equal(held.components_, pca.components_)
+        np.testing.assert_array_equal(held.explained_variance_, pca.explained_variance_)
+        np.testing.assert_array_equal(held_tsvd.components_, tsvd.components_)
 
 
 def test_randomized_iterates_to_its_accuracy_target_and_reports_it(data):

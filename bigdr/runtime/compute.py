@@ -93,6 +93,17 @@ def compute(*collections: Any, **kwargs: Any) -> tuple:
         return dask.compute(*collections, **kwargs)
 
 
+def persist(collection: Any) -> Any:
+    """``dask.persist`` of one collection on the scheduler :func:`compute` would use, BLAS capped as there.
+
+    On a cluster the blocks stay in the workers' memory (futures); on threads, in this process.
+    """
+    kwargs = _threads_unless_asked({})
+    with blas_limited():
+        (out,) = dask.persist(collection, **kwargs)
+    return out
+
+
 _progress: str | None = None
 #: Seconds between two progress lines (``progress("lines")``); dask config ``bigdr.progress-interval``.
 LINE_INTERVAL = 10.0
