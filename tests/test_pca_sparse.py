@@ -174,6 +174,28 @@ def test_small_sparse_data_is_read_once_for_all_the_passes(data, monkeypatch):
         np.testing.assert_array_equal(held_tsvd.components_, tsvd.components_)
 
 
+def test_small_sparse_data_is_held_on_a_real_clusters_workers(data, cluster_client, tmp_path):
+    """On a distributed cluster the held blocks are futures on the workers, and the fits equal the threads'."""
+    import distributed
+
+    import bigdr.blockwise.linalg as linalg
+
+    X, _ = data
+    store = str(tmp_path / "x.zarr")
+    write_sparse_zarr(X, store)
+    local = bigdr.PCA(4, svd_solver="randomized", tol=1e-9, random_state=0).fit(store)
+    local_tsvd = bigdr.TruncatedSVD(4, random_state=0).fit(store)
+    with cluster_client.as_current(), dask.config.set(scheduler=cluster_client.get):
+        held = linalg.held_for_passes(as_sparse_array(store))
+        assert any(isinstance(v, distributed.Future) for v in dict(held.__dask_graph__()).values())
+        remote = bigdr.PCA(4, svd_solver="randomized", tol=1e-9, random_state=0).fit(store)
+        remote_tsvd = bigdr.TruncatedSVD(4, random_state=0).fit(store)
+    assert angles(remote.components_, local.components_) <= 1e-12
+    np.testing.assert_allclose(remote.explained_variance_, local.explained_variance_, rtol=1e-12)
+    assert remote.n_iter_ == local.n_iter_
+    np.testing.assert_allclose(remote_tsvd.singular_values_, local_tsvd.singular_values_, rtol=1e-12)
+
+
 def test_randomized_iterates_to_its_accuracy_target_and_reports_it(data):
     X, ref = data
     model = bigdr.PCA(4, svd_solver="randomized", n_iter=0, tol=1e-9, random_state=0).fit(X)
